@@ -1,0 +1,110 @@
+"""The scripted backend: a model whose every output is written down in advance.
+
+The script is JSON ``{"turns": [...]}``. Each model call takes the next turn as the model's raw
+output and streams it in several chunks through exactly the same parsing path as a real model.
+When the turns run out the model says nothing. A turn is a string, or an object
+``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.backends.base import Backend, BackendError, Finish, GenerationOptions, Message, ToolSpec
+
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    text: str
+    chunk_delay_seconds: float = 0.0
+
+
+def split_into_tokens(text: str) -> list[str]:
+    """Split text the way a tokenizer might: words, runs of space, single punctuation marks.
+
+    Tags such as ``<tool_call>`` come out in several pieces, so the streaming parser is exercised
+    the same way a real model exercises it.
+    """
+    return _TOKEN.findall(text)
+
+
+def _parse_turn(index: int, raw: Any) -> ScriptedTurn:
+    if isinstance(raw, str):
+        return ScriptedTurn(raw)
+    if isinstance(raw, dict) and isinstance(raw.get("text"), str):
+        delay = raw.get("chunkDelayMs", 0)
+        if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
+            raise BackendError(f"turns[{index}].chunkDelayMs must be a number >= 0")
+        return ScriptedTurn(raw["text"], float(delay) / 1000.0)
+    raise BackendError(f'turns[{index}] must be a string or an object with a "text" string')
+
+
+def parse_script(data: Any) -> list[ScriptedTurn]:
+    """Validate a decoded script document."""
+    if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
+        raise BackendError('A script must be a JSON object {"turns": [string, ...]}')
+    return [_parse_turn(i, raw) for i, raw in enumerate(data["turns"])]
+
+
+def load_script(path: str | Path) -> list[ScriptedTurn]:
+    """Read and validate a script file; every problem is a :class:`BackendError` naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BackendError(f"Cannot read script {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BackendError(f"Script {path} is not valid JSON: {exc}") from None
+    try:
+        return parse_script(data)
+    except BackendError as exc:
+        raise BackendError(f"Script {path}: {exc}") from None
+
+
+class ScriptedBackend(Backend):
+    """Replays scripted turns. One cursor for the whole server: each model call takes the next turn."""
+
+    name = "scripted"
+
+    def __init__(self, turns: Sequence[ScriptedTurn], *, model: str = "script") -> None:
+        self.model = model
+        self._turns = list(turns)
+        self._cursor = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedBackend:
+        return cls(load_script(path), model=Path(path).name)
+
+    @property
+    def remaining_turns(self) -> int:
+        return len(self._turns) - self._cursor
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: GenerationOptions,
+    ) -> AsyncIterator[str | Finish]:
+        if self._cursor >= len(self._turns):
+            yield Finish("stop")
+            return
+        turn = self._turns[self._cursor]
+        self._cursor += 1
+        for count, token in enumerate(split_into_tokens(turn.text)):
+            if options.max_tokens is not None and count >= options.max_tokens:
+                yield Finish("length")
+                return
+            yield token
+            # Yield to the event loop between tokens, as a real engine's hand-off does: other
+            # requests (cancel, ping) are served while a turn streams.
+            await asyncio.sleep(turn.chunk_delay_seconds)
+        yield Finish("stop")

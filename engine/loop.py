@@ -1,0 +1,372 @@
+"""The agent loop: model turn -> parse tool calls -> gate -> execute -> feed results -> next turn.
+
+The loop knows nothing of JSON-RPC. It reports progress through an event sink (typed events from
+:mod:`engine.events`) and asks for approval through an async callback, so the stdio server, the
+terminal harness and tests are thin adapters over the same code.
+
+A turn ends when a model turn contains no tool call (``end_turn``), when the model hit
+``max_tokens``, when a call arrives after ``max_tool_calls`` are spent (``tool_limit``), or when it
+is cancelled. Cancellation is task cancellation: :meth:`TurnControl.cancel` cancels the task that
+runs :meth:`AgentLoop.run`; every await point cleans up after itself (a pending approval is
+withdrawn by the approver, a running process tree is killed by the sandbox), and the loop then
+returns a ``cancelled`` result. A cancellation that did not come through the control (the
+transport's own request cancel) propagates after the same clean-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.backends.base import Backend, Finish, GenerationOptions, Message, ToolSpec
+from engine.events import (
+    AgentEvent,
+    ContentDelta,
+    ReasoningDelta,
+    StatusNote,
+    ToolArgsDelta,
+    ToolEnded,
+    ToolOutput,
+    ToolStarted,
+    ToolStatus,
+)
+from engine.gate import ConfirmReason, GatePolicy
+from engine.toolcalls import ArgsPreview, ParsedToolCall, TextPiece, ToolCallParser
+from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+
+logger = logging.getLogger(__name__)
+
+StopReason = Literal["end_turn", "max_tokens", "tool_limit", "cancelled"]
+Decision = Literal["allow", "allow_session", "deny", "timed_out", "cancelled", "failed"]
+
+DENIED_TEXT = "The user denied this tool call."
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+    reason: ConfirmReason
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """The answer to an approval request.
+
+    ``deny`` carries the user's optional message; ``failed`` (an error reply, a malformed reply, a
+    client that could not be asked) carries what went wrong. Only ``allow`` and ``allow_session``
+    run the call.
+    """
+
+    decision: Decision
+    message: str | None = None
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
+EventSink = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    prompt: str
+    policy: GatePolicy = field(default_factory=GatePolicy)
+    tools_enabled: bool = True
+    enabled_tools: frozenset[str] | None = None
+    max_tool_calls: int = 25
+    options: GenerationOptions = field(default_factory=GenerationOptions)
+    tool_timeout_seconds: float = 120.0
+    network: bool = False
+
+
+@dataclass
+class ToolCallRecord:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    status: ToolStatus
+    exit_code: int | None = None
+
+
+@dataclass
+class TurnResult:
+    stop_reason: StopReason
+    text: str
+    tool_calls: list[ToolCallRecord]
+
+
+@dataclass
+class Conversation:
+    """What one session remembers between requests."""
+
+    messages: list[Message] = field(default_factory=list)
+    allowed_tools: set[str] = field(default_factory=set)
+    """Tools approved with ``allow_session``: further calls of these run without asking."""
+
+
+class TurnControl:
+    """Lets a transport cancel a running turn so that it *returns* ``stop_reason: cancelled``."""
+
+    def __init__(self) -> None:
+        self.cancel_requested = False
+        self._task: asyncio.Task[Any] | None = None
+
+    def bind(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+
+    def cancel(self) -> bool:
+        """Request cancellation; False when nothing is running."""
+        if self._task is None or self._task.done():
+            return False
+        self.cancel_requested = True
+        self._task.cancel()
+        return True
+
+
+def _new_call_id() -> str:
+    return "call_" + secrets.token_hex(8)
+
+
+def _call_key(name: str, arguments: dict[str, Any]) -> str:
+    return name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+class _TurnState:
+    """Bookkeeping for one request, readable after a cancel."""
+
+    def __init__(self) -> None:
+        self.text_parts: list[str] = []
+        self.records: list[ToolCallRecord] = []
+        self.calls_used = 0
+        self.succeeded: set[str] = set()
+
+    def result(self, stop_reason: StopReason) -> TurnResult:
+        return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
+
+
+class AgentLoop:
+    """Runs requests against one backend with a fixed set of tools and one workspace."""
+
+    def __init__(self, backend: Backend, tools: Mapping[str, Tool], workspace: Path) -> None:
+        self.backend = backend
+        self.tools = dict(tools)
+        self.workspace = workspace
+
+    def offered_tools(self, request: TurnRequest) -> list[Tool]:
+        if not request.tools_enabled:
+            return []
+        names = request.enabled_tools
+        return [tool for name, tool in self.tools.items() if names is None or name in names]
+
+    async def run(
+        self,
+        conversation: Conversation,
+        request: TurnRequest,
+        approve: Approver,
+        emit: EventSink,
+        control: TurnControl | None = None,
+    ) -> TurnResult:
+        state = _TurnState()
+        conversation.messages.append(Message("user", request.prompt))
+        try:
+            stop = await self._run_turns(conversation, request, approve, emit, state)
+        except asyncio.CancelledError:
+            if control is None or not control.cancel_requested:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            logger.info("turn cancelled by agent/cancel")
+            return state.result("cancelled")
+        return state.result(stop)
+
+    async def _run_turns(
+        self,
+        conversation: Conversation,
+        request: TurnRequest,
+        approve: Approver,
+        emit: EventSink,
+        state: _TurnState,
+    ) -> StopReason:
+        offered = self.offered_tools(request)
+        specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in offered]
+        offered_names: Collection[str] = {t.name for t in offered}
+        while True:
+            raw, calls, finish = await self._model_turn(conversation, specs, request, emit, state)
+            conversation.messages.append(Message("assistant", raw))
+            if not calls:
+                return "max_tokens" if finish == "length" else "end_turn"
+            for call in calls:
+                if state.calls_used >= request.max_tool_calls:
+                    emit(StatusNote(f"Tool call limit reached ({request.max_tool_calls}); "
+                                    f"{call.name or 'the call'} was not run."))
+                    return "tool_limit"
+                state.calls_used += 1
+                record, outcome_text = await self._handle_call(
+                    call, conversation, request, offered_names, approve, emit, state
+                )
+                conversation.messages.append(
+                    Message("tool", outcome_text, name=record.name, tool_call_id=record.id)
+                )
+
+    async def _model_turn(
+        self,
+        conversation: Conversation,
+        specs: list[ToolSpec],
+        request: TurnRequest,
+        emit: EventSink,
+        state: _TurnState,
+    ) -> tuple[str, list[ParsedToolCall], str]:
+        parser = ToolCallParser(tools_enabled=bool(specs))
+        raw_parts: list[str] = []
+        calls: list[ParsedToolCall] = []
+        finish = "stop"
+
+        def handle(events: list[Any]) -> None:
+            for event in events:
+                if isinstance(event, TextPiece):
+                    if event.kind == "content":
+                        state.text_parts.append(event.text)
+                        emit(ContentDelta(event.text))
+                    else:
+                        emit(ReasoningDelta(event.text))
+                elif isinstance(event, ArgsPreview):
+                    emit(ToolArgsDelta(event.index, event.text))
+                elif isinstance(event, ParsedToolCall):
+                    calls.append(event)
+
+        try:
+            async for chunk in self.backend.stream(conversation.messages, specs, request.options):
+                if isinstance(chunk, Finish):
+                    finish = chunk.reason
+                    break
+                raw_parts.append(chunk)
+                handle(parser.feed(chunk))
+        except asyncio.CancelledError:
+            handle(parser.finish())
+            conversation.messages.append(Message("assistant", "".join(raw_parts)))
+            raise
+        handle(parser.finish())
+        return "".join(raw_parts), calls, finish
+
+    async def _handle_call(
+        self,
+        call: ParsedToolCall,
+        conversation: Conversation,
+        request: TurnRequest,
+        offered_names: Collection[str],
+        approve: Approver,
+        emit: EventSink,
+        state: _TurnState,
+    ) -> tuple[ToolCallRecord, str]:
+        record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
+        state.records.append(record)
+
+        def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
+            record.status = status
+            record.exit_code = outcome.exit_code if outcome else None
+            sandbox = outcome.sandbox if outcome else None
+            emit(ToolEnded(record.id, record.name, status, record.exit_code, text, sandbox))
+
+        tool = self.tools.get(call.name)
+        problem: str | None = call.error
+        args: Any = None
+        if problem is None and (tool is None or call.name not in offered_names):
+            known = ", ".join(sorted(offered_names)) or "none"
+            problem = f"Unknown or disabled tool {call.name!r}. Available tools: {known}."
+        if problem is None and tool is not None:
+            try:
+                args = tool.parse_arguments(call.arguments)
+            except ToolError as exc:
+                problem = str(exc)
+        key = _call_key(call.name, call.arguments)
+        if problem is None and key in state.succeeded:
+            problem = "Skipped: an identical call already succeeded in this turn; use its result."
+
+        needs_confirm = (
+            problem is None
+            and request.policy.needs_confirm(call.name)
+            and call.name not in conversation.allowed_tools
+        )
+        emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
+        if problem is not None or tool is None:
+            text = problem or "The tool call could not be run."
+            end("failed", text)
+            return record, text
+
+        try:
+            if needs_confirm:
+                refusal = await self._ask(record, request, conversation, approve, emit)
+                if refusal is not None:
+                    status, text = refusal
+                    end(status, text)
+                    return record, text
+            emit(StatusNote(f"Running {record.name}"))
+            ctx = ToolContext(
+                workspace=self.workspace,
+                timeout_seconds=request.tool_timeout_seconds,
+                on_output=lambda text: emit(ToolOutput(record.id, text)),
+                bypass_sandbox=request.policy.bypass_permissions,
+                network=request.network,
+            )
+            try:
+                outcome = await tool.run(args, ctx)
+            except ToolError as exc:
+                outcome = ToolOutcome(text=str(exc), failed=True)
+        except asyncio.CancelledError:
+            text = "The tool call was cancelled by the user."
+            end("cancelled", text)
+            conversation.messages.append(
+                Message("tool", text, name=record.name, tool_call_id=record.id)
+            )
+            raise
+        status: ToolStatus = "failed" if outcome.failed else "completed"
+        if status == "completed" and outcome.exit_code in (None, 0):
+            state.succeeded.add(key)
+        end(status, outcome.text, outcome)
+        return record, outcome.text
+
+    async def _ask(
+        self,
+        record: ToolCallRecord,
+        request: TurnRequest,
+        conversation: Conversation,
+        approve: Approver,
+        emit: EventSink,
+    ) -> tuple[ToolStatus, str] | None:
+        """Ask for approval. None means run it; otherwise the status and what the model is told."""
+        emit(StatusNote(f"Waiting for approval: {record.name}"))
+        reason = request.policy.reason(record.name)
+        try:
+            outcome = await approve(ApprovalRequest(record.id, record.name, record.arguments, reason))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # fail closed: any doubt about an approval means no run
+            logger.exception("approval callback failed")
+            outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
+        decision = outcome.decision
+        if decision == "allow_session":
+            conversation.allowed_tools.add(record.name)
+        if decision in ("allow", "allow_session"):
+            return None
+        if decision == "deny":
+            emit(StatusNote(f"Denied: {record.name}"))
+            text = DENIED_TEXT
+            if outcome.message:
+                text += f" The user said: {outcome.message}"
+            return "denied", text
+        if decision == "timed_out":
+            emit(StatusNote(f"No answer to the approval request for {record.name}: not run."))
+            seconds = outcome.message or "the time limit"
+            return "timed_out", f"The tool call was not run: no approval arrived within {seconds}."
+        if decision == "cancelled":
+            return "cancelled", "The tool call was cancelled before it was approved."
+        why = outcome.message or "the approval failed"
+        emit(StatusNote(f"Approval failed for {record.name} ({why}): not run."))
+        return "denied", f"The tool call was not run: {why}."

@@ -1,0 +1,74 @@
+"""What every built-in tool is: a name, a description, a pydantic argument model and ``run``.
+
+A tool failure is a :class:`ToolError`: the loop turns it into a tool result the model sees
+(status ``failed``), never a crash.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class ToolError(Exception):
+    """A failure the model sees as the tool's result (status ``failed``)."""
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's argument model: unknown arguments are an error the model sees."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may use while it runs."""
+
+    workspace: Path
+    timeout_seconds: float
+    on_output: Callable[[str], None] = field(default=lambda _text: None)
+    bypass_sandbox: bool = False
+    network: bool = False
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a finished tool produced. ``text`` is exactly what the model receives."""
+
+    text: str
+    exit_code: int | None = None
+    failed: bool = False
+    sandbox: dict[str, Any] | None = None
+
+
+class Tool(ABC):
+    """A built-in tool."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: ClassVar[type[ToolArgs]]
+
+    @classmethod
+    def parameters_schema(cls) -> dict[str, Any]:
+        """The JSON schema of the arguments (what a model is shown)."""
+        return cls.args_model.model_json_schema()
+
+    def parse_arguments(self, arguments: dict[str, Any]) -> ToolArgs:
+        """Validate raw arguments; raise :class:`ToolError` naming each bad field."""
+        try:
+            return self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ToolError(f"Invalid arguments for {self.name}: {problems}") from None
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+        """Run the tool with validated ``args`` (an instance of ``args_model``)."""

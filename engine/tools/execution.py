@@ -1,0 +1,74 @@
+"""The code-execution tools, ``python`` and ``terminal``. Both run only through :mod:`sandbox.runner`.
+
+The gate decides whether they may run (see :mod:`engine.gate`); by the time ``run`` is called the
+call has been approved, or needed no approval.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from typing import Any
+
+from pydantic import Field
+
+from engine.tools.base import Tool, ToolArgs, ToolContext, ToolOutcome
+from sandbox.runner import ExecRequest, ExecResult, execute
+
+
+class PythonArgs(ToolArgs):
+    code: str = Field(min_length=1, description="The Python source code to run.")
+
+
+class TerminalArgs(ToolArgs):
+    command: str = Field(min_length=1, description="The shell command line to run.")
+
+
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def _outcome(result: ExecResult) -> ToolOutcome:
+    text = result.output if result.output else "(no output)"
+    if result.exit_code not in (0, None) and not (result.timed_out or result.output_limit_exceeded):
+        text = f"{text.rstrip()}\n[exit code {result.exit_code}]"
+    failed = result.timed_out or result.output_limit_exceeded or result.exit_code is None
+    return ToolOutcome(
+        text=text, exit_code=result.exit_code, failed=failed, sandbox=result.sandbox.wire()
+    )
+
+
+class PythonTool(Tool):
+    name = "python"
+    description = "Run Python code in the workspace folder and return what it prints."
+    args_model = PythonArgs
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+        assert isinstance(args, PythonArgs)
+        request = ExecRequest(
+            argv=(sys.executable, "-u", "-"),
+            cwd=ctx.workspace,
+            timeout_seconds=ctx.timeout_seconds,
+            stdin=args.code.encode("utf-8"),
+            bypass=ctx.bypass_sandbox,
+        )
+        return _outcome(await execute(request, ctx.on_output))
+
+
+class TerminalTool(Tool):
+    name = "terminal"
+    description = "Run a shell command in the workspace folder and return its output."
+    args_model = TerminalArgs
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+        assert isinstance(args, TerminalArgs)
+        request = ExecRequest(
+            argv=(_shell(), "-c", args.command),
+            cwd=ctx.workspace,
+            timeout_seconds=ctx.timeout_seconds,
+            bypass=ctx.bypass_sandbox,
+        )
+        return _outcome(await execute(request, ctx.on_output))
+
+
+EXECUTION_TOOLS: tuple[Tool, ...] = (PythonTool(), TerminalTool())

@@ -1,0 +1,9 @@
+"""A tiny module for the Gatehouse demo."""
+
+
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+if __name__ == "__main__":
+    print(greet("Gatehouse"))

@@ -1,0 +1,431 @@
+"""The one entry point through which approved code runs: :func:`execute`.
+
+A command runs in its own session with a scrubbed environment, stdout and stderr merged into one
+pipe, a timeout and output caps. However it stops (exit, timeout, output flood, cancellation),
+what is left of its process tree is killed: background processes never outlive the call.
+Isolation tiers plug in at :func:`prepare_launch` (request -> final argv, env and folder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.environment import scrub_environment
+from sandbox.info import UNSANDBOXED, SandboxInfo, probe
+
+__all__ = ["ExecRequest", "ExecResult", "LaunchSpec", "execute", "prepare_launch"]
+
+log = logging.getLogger(__name__)
+
+_READ_CHUNK = 64 * 1024
+_EXIT_GRACE_SECONDS = 0.2  # after the group is killed, before hunting holders of the output pipe
+_DRAIN_SECONDS = 2.0  # after a kill, before the rest of the output is abandoned
+
+
+def _notice(message: str) -> str:
+    return f"[gatehouse] {message}"
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} bytes"
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    """One approved command."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    timeout_seconds: float
+    stdin: bytes | None = None
+    """Written to the command then closed; ``None`` gives it ``/dev/null``."""
+    bypass: bool = False
+    """Run without the box (still a scrubbed environment, timeout and caps); reports UNSANDBOXED."""
+    model_output_limit: int = 32 * 1024
+    """Characters the model receives: head and tail are kept, the middle is cut with a notice."""
+    stream_output_limit: int = 1 << 20
+    """Bytes streamed live through ``on_output``; past it one notice line is streamed, then none."""
+    kill_output_limit: int = 16 << 20
+    """Total output bytes past which the whole process tree is killed."""
+    env_extra: Mapping[str, str] | None = None
+    """Variables added to the scrubbed environment (secret-looking ones are dropped)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "argv", tuple(self.argv))
+        if not self.argv:
+            raise ValueError("ExecRequest.argv must name a program")
+        if not self.timeout_seconds > 0:
+            raise ValueError("ExecRequest.timeout_seconds must be positive")
+        if self.model_output_limit < 0 or self.stream_output_limit < 0:
+            raise ValueError("ExecRequest output limits must not be negative")
+        if self.kill_output_limit <= 0:
+            raise ValueError("ExecRequest.kill_output_limit must be positive")
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a finished command produced."""
+
+    exit_code: int | None
+    """The exit code; minus the signal number when a signal killed it; None if it never started."""
+    output: str
+    """Exactly what the model receives: capped, with notices (timeout, output limit, truncation)."""
+    timed_out: bool
+    output_limit_exceeded: bool
+    duration_seconds: float
+    sandbox: SandboxInfo
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The final form of a command: what is actually executed."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+
+
+def prepare_launch(request: ExecRequest, sandbox: SandboxInfo) -> LaunchSpec:
+    """Turn a request into the argv, environment and folder that are executed.
+
+    This is the seam for isolation tiers: a tier for ``sandbox.level`` wraps the argv (e.g. in
+    ``bwrap ...``) and must itself be started with the scrubbed environment, never the server's.
+    This iteration has no tier, so the command runs as given.
+    """
+    del sandbox  # no tier yet: every level runs the command directly
+    env = scrub_environment(extra=request.env_extra)
+    return LaunchSpec(argv=request.argv, env=env, cwd=request.cwd)
+
+
+async def execute(
+    request: ExecRequest,
+    on_output: Callable[[str], None] = lambda _text: None,
+    *,
+    sandbox: SandboxInfo | None = None,
+) -> ExecResult:
+    """Run an approved command and return what the model receives.
+
+    ``on_output`` gets the merged output live, chunk by chunk (capped at
+    ``stream_output_limit``). ``sandbox`` is the isolation to report (default: :func:`probe`);
+    a ``bypass`` request always reports :data:`UNSANDBOXED`. A program that cannot be started
+    gives ``exit_code=None`` and a message, not an exception. If the awaiting task is cancelled,
+    the process tree is killed and reaped before ``CancelledError`` propagates.
+    """
+    info = UNSANDBOXED if request.bypass else (sandbox if sandbox is not None else probe())
+    started = time.monotonic()
+
+    def not_started(message: str) -> ExecResult:
+        log.info("Command did not start: %s", message)
+        text = _notice(message)
+        on_output(text)
+        return ExecResult(None, text, False, False, time.monotonic() - started, info)
+
+    if not request.cwd.is_dir():
+        return not_started(f"The working folder {request.cwd} does not exist.")
+    spec = prepare_launch(request, info)
+    stdin = asyncio.subprocess.DEVNULL if request.stdin is None else asyncio.subprocess.PIPE
+    read_fd, write_fd = os.pipe()
+    try:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *spec.argv,
+                cwd=spec.cwd,
+                env=dict(spec.env),
+                stdin=stdin,
+                stdout=write_fd,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_fd)  # the child holds its own copy; EOF comes when all copies close
+    except OSError as exc:
+        os.close(read_fd)
+        return not_started(f"Could not start {spec.argv[0]!r}: {exc.strerror or exc}.")
+    except BaseException:
+        os.close(read_fd)
+        raise
+
+    log.debug("Started pid %d: %s (sandbox %s)", proc.pid, spec.argv[0], info.level)
+    output = _Output(on_output, request)
+    timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request)
+    output.finish()
+    if limit_exceeded:
+        output.add_notice(
+            f"Killed: the output passed {_size(request.kill_output_limit)} (the output limit)."
+        )
+    if timed_out:
+        output.add_notice(f"Killed after {request.timeout_seconds:g} s (toolTimeoutSeconds).")
+    duration = time.monotonic() - started
+    log.debug("pid %d finished: exit %s in %.2f s", proc.pid, proc.returncode, duration)
+    return ExecResult(
+        exit_code=proc.returncode,
+        output=output.model_text(),
+        timed_out=timed_out,
+        output_limit_exceeded=limit_exceeded,
+        duration_seconds=duration,
+        sandbox=info,
+    )
+
+
+class _Output:
+    """Decodes the output, streams it up to a byte cap, keeps the model's head and tail."""
+
+    def __init__(self, on_output: Callable[[str], None], request: ExecRequest) -> None:
+        self._on_output = on_output
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._stream_limit = self._stream_room = request.stream_output_limit
+        self._kill_room = request.kill_output_limit
+        self._streaming = True
+        self._stream_ends_line = True
+        self._head_room = request.model_output_limit // 2
+        self._tail_cap = request.model_output_limit - self._head_room
+        self._head: list[str] = []
+        self._tail: deque[str] = deque()
+        self._tail_len = self._cut_chars = self._cut_lines = 0
+        self._notices: list[str] = []
+
+    def feed(self, data: bytes) -> bool:
+        """Take a chunk; False when it passed the kill limit (the excess is dropped)."""
+        within = len(data) <= self._kill_room
+        data = data[: self._kill_room]
+        self._kill_room -= len(data)
+        if self._streaming and len(data) > self._stream_room:
+            shown = self._decoder.decode(data[: self._stream_room])
+            self._emit(shown)
+            self._keep(shown)
+            self._streaming = False
+            self._emit_line(
+                _notice(
+                    f"Live output stops here: it passed {_size(self._stream_limit)}. "
+                    "The result will show the beginning and the end."
+                )
+            )
+            data = data[self._stream_room :]
+        text = self._decoder.decode(data)
+        if self._streaming:
+            self._stream_room -= len(data)
+            self._emit(text)
+        self._keep(text)
+        return within
+
+    def finish(self) -> None:
+        """Flush a trailing incomplete character (as U+FFFD)."""
+        text = self._decoder.decode(b"", final=True)
+        if self._streaming:
+            self._emit(text)
+        self._keep(text)
+
+    def add_notice(self, message: str) -> None:
+        """A line appended to the model's output and streamed live."""
+        line = _notice(message)
+        self._notices.append(line)
+        self._emit_line(line)
+
+    def model_text(self) -> str:
+        """Exactly what the model receives."""
+        text = head = "".join(self._head)
+        if self._cut_chars:
+            text += "" if not text or text.endswith("\n") else "\n"
+            text += _notice(
+                f"Output truncated: {self._cut_chars:,} characters ({self._cut_lines:,} lines) "
+                f"were cut here; the first {len(head):,} and the last {self._tail_len:,} "
+                "characters are shown.\n"
+            )
+        text += "".join(self._tail)
+        if self._notices:
+            text += "" if not text or text.endswith("\n") else "\n"
+            text += "\n".join(self._notices)
+        return text
+
+    def _keep(self, text: str) -> None:
+        if self._head_room:
+            self._head.append(text[: self._head_room])
+            text = text[self._head_room :]
+            self._head_room -= len(self._head[-1])
+        if not text:
+            return
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail_len > self._tail_cap:
+            excess = self._tail_len - self._tail_cap
+            first = self._tail[0]
+            dropped = first[:excess]
+            if len(first) <= excess:
+                self._tail.popleft()
+            else:
+                self._tail[0] = first[excess:]
+            self._tail_len -= len(dropped)
+            self._cut_chars += len(dropped)
+            self._cut_lines += dropped.count("\n")
+
+    def _emit(self, text: str) -> None:
+        if not text:
+            return
+        try:
+            self._on_output(text)
+        except Exception:
+            log.exception("on_output failed; live output stops")
+            self._streaming = False
+        self._stream_ends_line = text.endswith("\n")
+
+    def _emit_line(self, line: str) -> None:
+        self._emit(("" if self._stream_ends_line else "\n") + line + "\n")
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process, read_fd: int, output: _Output, request: ExecRequest
+) -> tuple[bool, bool]:
+    """Read until the command ends, kill what is left, reap: ``(timed_out, limit_exceeded)``."""
+    pipe_inode = os.fstat(read_fd).st_ino
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader(limit=_READ_CHUNK)
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    transport: asyncio.BaseTransport | None = None
+    tasks: list[asyncio.Task[object]] = []
+    timed_out = limit_exceeded = False
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), pipe
+        )
+        waiter: asyncio.Task[object] = asyncio.create_task(proc.wait())
+        pump: asyncio.Task[object] = asyncio.create_task(_pump(stream, output))
+        tasks += [waiter, pump]
+        if request.stdin is not None:
+            tasks.append(asyncio.create_task(_feed_stdin(proc, request.stdin)))
+        try:
+            async with asyncio.timeout(request.timeout_seconds):
+                await asyncio.wait((waiter, pump), return_when=asyncio.FIRST_COMPLETED)
+                if pump.done() and pump.result() is False:
+                    limit_exceeded = True
+                else:
+                    await waiter  # the output ended; the process may still be running
+        except TimeoutError:
+            timed_out = True
+        if timed_out or limit_exceeded:
+            log.warning("Killing pid %d: %s", proc.pid, "timeout" if timed_out else "output limit")
+            await _kill_tree(proc.pid, pipe_inode)
+        else:
+            _signal_group(proc.pid, signal.SIGKILL)  # background processes do not outlive it
+        await waiter
+        if not pump.done():
+            await asyncio.wait((pump,), timeout=_EXIT_GRACE_SECONDS)
+        if not pump.done():  # something outside the group still holds the output pipe
+            await _kill_tree(proc.pid, pipe_inode)
+            await asyncio.wait((pump,), timeout=_DRAIN_SECONDS)
+        if not pump.done():
+            log.warning("pid %d: output still open after the kill; abandoning it", proc.pid)
+        elif pump.result() is False:  # the limit was passed while draining
+            limit_exceeded = True
+        return timed_out, limit_exceeded
+    finally:
+        if proc.returncode is None:  # cancelled or failed: nothing may outlive the call
+            with contextlib.suppress(asyncio.CancelledError):
+                await _kill_tree(proc.pid, pipe_inode)
+            await proc.wait()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
+
+
+async def _pump(stream: asyncio.StreamReader, output: _Output) -> bool:
+    """Read until end of output (True) or until the kill limit is passed (False)."""
+    while data := await stream.read(_READ_CHUNK):
+        if not output.feed(data):
+            return False
+    return True
+
+
+async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write ``data`` to the command's stdin, then close it (a command may exit without reading)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        log.debug("pid %d closed its stdin before reading all of it", proc.pid)
+    finally:
+        proc.stdin.close()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _kill_tree(leader: int, pipe_inode: int) -> None:
+    """SIGKILL the session ``leader`` started, every descendant still linked to it, and every
+    process holding the output pipe (a daemon that left the session but still writes to it).
+
+    The group is stopped first so the tree cannot change while ``/proc`` is read. A process that
+    left the session and no longer holds the pipe is not found: that needs an OS isolation tier.
+    """
+    _signal_group(leader, signal.SIGSTOP)
+    try:
+        stragglers = await asyncio.to_thread(_find_tree, leader, pipe_inode)
+    finally:
+        _signal_group(leader, signal.SIGKILL)
+    for pid in stragglers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    if stragglers:
+        log.debug("Killed %d processes outside group %d", len(stragglers), leader)
+
+
+def _find_tree(leader: int, pipe_inode: int) -> set[int]:
+    """Processes that belong to the command started as ``leader`` (empty without ``/proc``)."""
+    try:
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return set()
+    children: dict[int, list[int]] = {}
+    found: set[int] = set()
+    for pid in entries:
+        if pid in (1, os.getpid()):  # the server itself holds the pipe's read end
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            ppid, pgrp, session = (int(f) for f in stat[stat.rfind(b")") + 2 :].split()[1:4])
+        except (OSError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+        if leader in (pgrp, session) or _holds_pipe(pid, pipe_inode):
+            found.add(pid)
+    queue = [leader, *found]
+    while queue:
+        for child in children.get(queue.pop(), ()):
+            if child not in found:
+                found.add(child)
+                queue.append(child)
+    return found
+
+
+def _holds_pipe(pid: int, inode: int) -> bool:
+    target = f"pipe:[{inode}]"
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                return True
+    return False

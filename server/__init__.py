@@ -1,0 +1,1 @@
+"""The Gatehouse stdio server: pygls transport, protocol types, sessions and the approval broker."""

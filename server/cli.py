@@ -1,0 +1,71 @@
+"""The ``gatehouse`` command: ``serve`` (the stdio server) and ``chat`` (the headless harness)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine import __version__
+
+
+def _existing_dir(value: str) -> Path:
+    path = Path(value).expanduser().resolve()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not a directory: {value}")
+    return path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gatehouse",
+        description="An editor-agnostic coding-agent backend (JSON-RPC over stdio).",
+    )
+    parser.add_argument("--version", action="version", version=f"gatehouse {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def engine_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--workspace", type=_existing_dir, help="the folder tools work in")
+        p.add_argument("--backend", choices=["scripted"], help="the model backend")
+        p.add_argument("--script", help="scripted backend: JSON file {\"turns\": [...]}")
+        p.add_argument("--model", help="the model to load")
+        p.add_argument(
+            "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+        )
+
+    serve = sub.add_parser("serve", help="serve JSON-RPC 2.0 over stdio (LSP framing)")
+    engine_flags(serve)
+
+    chat = sub.add_parser("chat", help="chat from the terminal through a real server child")
+    chat.add_argument("prompt", nargs="?", help="the prompt (none: an interactive REPL)")
+    engine_flags(chat)
+    chat.add_argument(
+        "--approve",
+        choices=["ask", "allow", "deny"],
+        default="ask",
+        help="how to answer approval prompts (ask: on a TTY; without a TTY that means deny)",
+    )
+    chat.add_argument("--json", action="store_true", help="print every message as a JSON line")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.log_level != "DEBUG":
+        # pygls logs every message it sends at INFO: noise, and a cost on the hot path.
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+    if args.command == "serve":
+        from server.app import LaunchSettings, serve
+
+        serve(LaunchSettings(args.workspace, args.backend, args.script, args.model))
+        return 0
+    from server.harness import run_chat
+
+    return run_chat(args)

@@ -1,0 +1,82 @@
+"""Server settings: ``initializationOptions``, checked field by field.
+
+An invalid option never stops the server: it is replaced by its default and reported to the user
+(``window/showMessage``), the way jedi-language-server treats configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+KNOWN_BACKENDS: tuple[str, ...] = ("scripted",)
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    backend: str = "scripted"
+    model: str | None = None
+    script: str | None = None
+    confirm_tool_calls: bool = False
+    confirm_code_execution: bool = True
+    bypass_permissions: bool = False
+    confirm_timeout_seconds: float = 300.0
+    tool_timeout_seconds: float = 120.0
+
+
+_WIRE_NAMES: dict[str, str] = {
+    "backend": "backend",
+    "model": "model",
+    "script": "script",
+    "confirmToolCalls": "confirm_tool_calls",
+    "confirmCodeExecution": "confirm_code_execution",
+    "bypassPermissions": "bypass_permissions",
+    "confirmTimeoutSeconds": "confirm_timeout_seconds",
+    "toolTimeoutSeconds": "tool_timeout_seconds",
+}
+
+
+def _check(name: str, value: Any) -> str | None:
+    """Why ``value`` is not valid for option ``name`` (None when it is)."""
+    default = getattr(ServerOptions(), name)
+    if name == "backend":
+        if value not in KNOWN_BACKENDS:
+            return f"must be one of {', '.join(KNOWN_BACKENDS)}"
+    elif isinstance(default, bool):
+        if not isinstance(value, bool):
+            return "must be true or false"
+    elif isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            return "must be a number of seconds > 0"
+        if value > 86_400:
+            return "must be at most 86400 seconds"
+    elif value is not None and (not isinstance(value, str) or not value):
+        return "must be a non-empty string"
+    return None
+
+
+def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOptions, list[str]]:
+    """Apply ``initializationOptions`` over ``base``; return the options and the problems found."""
+    options = base or ServerOptions()
+    if raw is None:
+        return options, []
+    if not isinstance(raw, dict):
+        return options, ["initializationOptions must be an object; using the defaults"]
+    problems: list[str] = []
+    changes: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _WIRE_NAMES.get(key)
+        if name is None:
+            problems.append(f"unknown option {key!r} ignored")
+            continue
+        why = _check(name, value)
+        if why is not None:
+            default = getattr(options, name)
+            problems.append(f"{key} {why}; using {default!r}")
+            continue
+        changes[name] = float(value) if isinstance(getattr(options, name), float) else value
+    return replace(options, **changes), problems
+
+
+def option_names() -> list[str]:
+    return [f.name for f in fields(ServerOptions)]

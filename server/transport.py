@@ -1,0 +1,176 @@
+"""pygls, adapted to a protocol that must never lose a message.
+
+pygls 2 is the JSON-RPC/LSP transport. This module fixes the places where its defaults do not fit
+a server that guards code execution (see ``docs/protocol.md`` and the pygls notes):
+
+- custom params and results stay plain dicts (the default converter turns them into namedtuples);
+- malformed JSON gets -32700, a message that is not JSON-RPC gets -32600, a known LSP method with
+  malformed params gets -32602 -- each as a response, never a popup, never silence;
+- errors from handlers are mapped in one place (:mod:`server.errors`), without tracebacks;
+- a late reply to a server-to-client request that is no longer pending is ignored;
+- requests after ``shutdown`` get -32600 instead of silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Generator
+from concurrent.futures import Future
+from typing import Any
+
+import cattrs
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
+from pygls.protocol.json_rpc import MsgId
+
+from server.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, to_response_error
+
+logger = logging.getLogger(__name__)
+
+
+def _keep_dict(obj: dict[str, Any], cls: type[Any]) -> Any:
+    # A request or notification without "params" (allowed by JSON-RPC) gets params=None.
+    field = "result" if cls is JsonRPCResponseMessage else "params"
+    return cls(**{field: None, **obj})
+
+
+def make_converter() -> cattrs.Converter:
+    """lsprotocol's converter, but custom params/results stay plain JSON values."""
+    converter = default_converter()
+    for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(cls, _keep_dict)
+    return converter
+
+
+class _Unreadable:
+    """A message that could not be structured; answered with an error, never dispatched."""
+
+    def __init__(self, msg_id: MsgId | None, code: int, message: str, *, is_response: bool) -> None:
+        self.msg_id, self.code, self.message, self.is_response = msg_id, code, message, is_response
+
+
+def _error_response(msg_id: MsgId | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+class GatehouseProtocol(LanguageServerProtocol):
+    """The LSP protocol with Gatehouse's error handling and request bookkeeping."""
+
+    on_initialize: Callable[[lsp.InitializeParams], dict[str, Any]] | None = None
+    """Set by the server factory: configures the service, returns ``capabilities.experimental``."""
+
+    @lsp_method(lsp.INITIALIZE)
+    def lsp_initialize(
+        self, params: lsp.InitializeParams
+    ) -> Generator[Any, Any, lsp.InitializeResult]:
+        # pygls ignores the value a user ``initialize`` handler returns, so custom capabilities
+        # are added here, around the built-in handler.
+        result: lsp.InitializeResult = yield from super().lsp_initialize(params)
+        if self.on_initialize is not None:
+            result.capabilities.experimental = self.on_initialize(params)
+        return result
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # Called for every JSON object, innermost first: only top-level messages are structured.
+        if "jsonrpc" not in data:
+            return data
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            is_response = "method" not in data
+            method = data.get("method", "")
+            logger.warning("unreadable message (%s): %s", method or "response", exc)
+            return _Unreadable(
+                data.get("id"),
+                INVALID_PARAMS if method else INVALID_REQUEST,
+                f"Invalid params for {method}" if method else "Malformed response",
+                is_response=is_response,
+            )
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Unreadable):
+            self._handle_unreadable(message)
+            return
+        if not hasattr(message, "jsonrpc"):
+            # Valid JSON, but not a JSON-RPC 2.0 message (a batch, a bare value, no "jsonrpc").
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            self._send_raw(
+                _error_response(
+                    msg_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+                )
+            )
+            return
+        if (
+            self._shutdown
+            and getattr(message, "method", lsp.EXIT) != lsp.EXIT
+            and hasattr(message, "id")
+        ):
+            self._send_raw(
+                _error_response(message.id, INVALID_REQUEST, "The server is shutting down")
+            )
+            return
+        super().handle_message(message)
+
+    def _handle_unreadable(self, message: _Unreadable) -> None:
+        if message.is_response:
+            # A malformed reply to one of our requests fails that request (closed, never allowed).
+            future = (
+                self._request_futures.pop(message.msg_id, None)
+                if message.msg_id is not None
+                else None
+            )
+            if future is not None and not future.done():
+                future.set_exception(JsonRpcException(message.message))
+            return
+        if message.msg_id is not None:
+            self._send_raw(_error_response(message.msg_id, message.code, message.message))
+
+    def report_parse_error(self, exc: Exception) -> None:
+        """The transport could not decode a message body."""
+        self._send_raw(_error_response(None, PARSE_ERROR, f"Parse error: {exc}"))
+
+    def _send_raw(self, payload: dict[str, Any]) -> None:
+        self._send_data(payload)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
+        self._request_futures.pop(msg_id, None)
+        if future.cancelled():
+            self._send_response(msg_id, error=to_response_error(asyncio.CancelledError()))
+            return
+        exc = future.exception()
+        if exc is None:
+            self._send_response(msg_id, result=future.result())
+            return
+        self._send_response(msg_id, error=to_response_error(exc))
+
+    def _handle_response(
+        self, msg_id: MsgId, result: Any | None = None, error: lsp.ResponseError | None = None
+    ) -> None:
+        future = self._request_futures.pop(msg_id, None)
+        if future is None or future.done():
+            # First answer wins; a reply to a withdrawn request is dropped without a popup.
+            logger.info("ignored a reply to request %s: no longer pending", msg_id)
+            return
+        if error is not None:
+            future.set_exception(JsonRpcException.from_error(error))
+        else:
+            future.set_result(result)
+
+    # --- used by the agent service -----------------------------------------------------------
+
+    def withdraw_request(self, msg_id: str) -> None:
+        """Tell the client a request of ours is no longer wanted, and forget it."""
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None and not future.done():
+            future.cancel()
+        self._result_types.pop(msg_id, None)
+        self.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
