@@ -24,7 +24,7 @@ class ReasoningDelta:
 
 @dataclass(frozen=True)
 class ToolArgsDelta:
-    """Live preview of a tool call's raw arguments while the model writes them. Never means running."""
+    """Live preview of a call's raw arguments while the model writes them. Never means running."""
 
     index: int
     text: str
@@ -60,5 +60,11 @@ class StatusNote:
 
 
 AgentEvent = (
-    ContentDelta | ReasoningDelta | ToolArgsDelta | ToolStarted | ToolOutput | ToolEnded | StatusNote
+    ContentDelta
+    | ReasoningDelta
+    | ToolArgsDelta
+    | ToolStarted
+    | ToolOutput
+    | ToolEnded
+    | StatusNote
 )

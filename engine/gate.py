@@ -3,8 +3,9 @@
 This module is the single source of truth for the three permission flags. The semantics are the
 seed's, exactly::
 
-    needs_confirm = (confirm_tool_calls or (confirm_code_execution and name in CODE_EXECUTION_TOOL_NAMES))
-                    and not bypass_permissions
+    needs_confirm = (
+        confirm_tool_calls or (confirm_code_execution and name in CODE_EXECUTION_TOOL_NAMES)
+    ) and not bypass_permissions
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +37,7 @@ from engine.events import (
     ToolStatus,
 )
 from engine.gate import ConfirmReason, GatePolicy
-from engine.toolcalls import ArgsPreview, ParsedToolCall, TextPiece, ToolCallParser
+from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 
 logger = logging.getLogger(__name__)
@@ -124,6 +124,8 @@ class TurnControl:
         """Request cancellation; False when nothing is running."""
         if self._task is None or self._task.done():
             return False
+        if self.cancel_requested:
+            return True  # already cancelling: do not interrupt the clean-up
         self.cancel_requested = True
         self._task.cancel()
         return True
@@ -137,17 +139,203 @@ def _call_key(name: str, arguments: dict[str, Any]) -> str:
     return name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
-class _TurnState:
-    """Bookkeeping for one request, readable after a cancel."""
+class _Turn:
+    """One request: the conversation it extends, its settings, and what happened so far."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        loop: AgentLoop,
+        conversation: Conversation,
+        request: TurnRequest,
+        approve: Approver,
+        emit: EventSink,
+    ) -> None:
+        self.loop = loop
+        self.conversation = conversation
+        self.request = request
+        self.approve = approve
+        self.emit = emit
         self.text_parts: list[str] = []
         self.records: list[ToolCallRecord] = []
         self.calls_used = 0
         self.succeeded: set[str] = set()
+        self.offered = loop.offered_tools(request)
 
     def result(self, stop_reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
+
+    def remember(self, message: Message) -> None:
+        self.conversation.messages.append(message)
+
+    async def run(self) -> StopReason:
+        specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.offered]
+        while True:
+            raw, calls, finish = await self._model_turn(specs)
+            self.remember(Message("assistant", raw))
+            if finish == "length":
+                if calls:
+                    # A turn cut off by max_tokens cannot be trusted to hold a finished call.
+                    self.emit(StatusNote("The model reached maxTokens; its tool call was not run."))
+                return "max_tokens"
+            if not calls:
+                return "end_turn"
+            for call in calls:
+                if self.calls_used >= self.request.max_tool_calls:
+                    self.emit(
+                        StatusNote(
+                            f"Tool call limit reached ({self.request.max_tool_calls}); "
+                            f"{call.name or 'the call'} was not run."
+                        )
+                    )
+                    return "tool_limit"
+                self.calls_used += 1
+                record, text = await self._handle_call(call)
+                self.remember(Message("tool", text, name=record.name, tool_call_id=record.id))
+
+    async def _model_turn(self, specs: list[ToolSpec]) -> tuple[str, list[ParsedToolCall], str]:
+        parser = ToolCallParser(tools_enabled=bool(specs))
+        raw_parts: list[str] = []
+        calls: list[ParsedToolCall] = []
+        finish = "stop"
+
+        def handle(events: list[ParseEvent]) -> None:
+            for event in events:
+                if isinstance(event, TextPiece):
+                    if event.kind == "content":
+                        self.text_parts.append(event.text)
+                        self.emit(ContentDelta(event.text))
+                    else:
+                        self.emit(ReasoningDelta(event.text))
+                elif isinstance(event, ArgsPreview):
+                    self.emit(ToolArgsDelta(event.index, event.text))
+                else:
+                    calls.append(event)
+
+        backend = self.loop.backend
+        try:
+            async for chunk in backend.stream(
+                self.conversation.messages, specs, self.request.options
+            ):
+                if isinstance(chunk, Finish):
+                    finish = chunk.reason
+                    break
+                raw_parts.append(chunk)
+                handle(parser.feed(chunk))
+        except asyncio.CancelledError:
+            handle(parser.finish())
+            self.remember(Message("assistant", "".join(raw_parts)))
+            raise
+        handle(parser.finish())
+        return "".join(raw_parts), calls, finish
+
+    def _problem(self, call: ParsedToolCall) -> tuple[Tool | None, Any, str | None]:
+        """The tool, its validated arguments, or why the call cannot run (never asked about)."""
+        if call.error is not None:
+            return None, None, call.error
+        tool = self.loop.tools.get(call.name)
+        if tool is None or tool not in self.offered:
+            known = ", ".join(sorted(t.name for t in self.offered)) or "none"
+            return None, None, f"Unknown or disabled tool {call.name!r}. Available tools: {known}."
+        try:
+            args = tool.parse_arguments(call.arguments)
+        except ToolError as exc:
+            return None, None, str(exc)
+        if _call_key(call.name, call.arguments) in self.succeeded:
+            return (
+                None,
+                None,
+                ("Skipped: an identical call already succeeded in this turn; use its result."),
+            )
+        return tool, args, None
+
+    async def _handle_call(self, call: ParsedToolCall) -> tuple[ToolCallRecord, str]:
+        record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
+        self.records.append(record)
+
+        def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
+            record.status = status
+            record.exit_code = outcome.exit_code if outcome else None
+            sandbox = outcome.sandbox if outcome else None
+            self.emit(ToolEnded(record.id, record.name, status, record.exit_code, text, sandbox))
+
+        tool, args, problem = self._problem(call)
+        needs_confirm = (
+            tool is not None
+            and self.request.policy.needs_confirm(call.name)
+            and call.name not in self.conversation.allowed_tools
+        )
+        self.emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
+        if tool is None:
+            text = problem or "The tool call could not be run."
+            end("failed", text)
+            return record, text
+
+        try:
+            if needs_confirm:
+                refusal = await self._ask(record)
+                if refusal is not None:
+                    end(*refusal)
+                    return record, refusal[1]
+            self.emit(StatusNote(f"Running {record.name}"))
+            outcome = await self._execute(tool, args, record)
+        except asyncio.CancelledError:
+            text = "The tool call was cancelled by the user."
+            end("cancelled", text)
+            self.remember(Message("tool", text, name=record.name, tool_call_id=record.id))
+            raise
+        status: ToolStatus = "failed" if outcome.failed else "completed"
+        if status == "completed" and outcome.exit_code in (None, 0):
+            self.succeeded.add(_call_key(call.name, call.arguments))
+        end(status, outcome.text, outcome)
+        return record, outcome.text
+
+    async def _execute(self, tool: Tool, args: Any, record: ToolCallRecord) -> ToolOutcome:
+        ctx = ToolContext(
+            workspace=self.loop.workspace,
+            timeout_seconds=self.request.tool_timeout_seconds,
+            on_output=lambda text: self.emit(ToolOutput(record.id, text)),
+            bypass_sandbox=self.request.policy.bypass_permissions,
+            network=self.request.network,
+        )
+        try:
+            return await tool.run(args, ctx)
+        except ToolError as exc:
+            return ToolOutcome(text=str(exc), failed=True)
+
+    async def _ask(self, record: ToolCallRecord) -> tuple[ToolStatus, str] | None:
+        """Ask for approval. None means run it; otherwise the status and what the model is told."""
+        emit = self.emit
+        emit(StatusNote(f"Waiting for approval: {record.name}"))
+        reason = self.request.policy.reason(record.name)
+        try:
+            outcome = await self.approve(
+                ApprovalRequest(record.id, record.name, record.arguments, reason)
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # fail closed: any doubt about an approval means no run
+            logger.exception("approval callback failed")
+            outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
+        decision = outcome.decision
+        if decision == "allow_session":
+            self.conversation.allowed_tools.add(record.name)
+        if decision in ("allow", "allow_session"):
+            return None
+        if decision == "deny":
+            emit(StatusNote(f"Denied: {record.name}"))
+            text = DENIED_TEXT
+            if outcome.message:
+                text += f" The user said: {outcome.message}"
+            return "denied", text
+        if decision == "timed_out":
+            emit(StatusNote(f"No answer to the approval request for {record.name}: not run."))
+            within = outcome.message or "the time limit"
+            return "timed_out", f"The tool call was not run: no approval arrived within {within}."
+        if decision == "cancelled":
+            return "cancelled", "The tool call was cancelled before it was approved."
+        why = outcome.message or "the approval failed"
+        emit(StatusNote(f"Approval failed for {record.name} ({why}): not run."))
+        return "denied", f"The tool call was not run: {why}."
 
 
 class AgentLoop:
@@ -172,10 +360,10 @@ class AgentLoop:
         emit: EventSink,
         control: TurnControl | None = None,
     ) -> TurnResult:
-        state = _TurnState()
+        turn = _Turn(self, conversation, request, approve, emit)
         conversation.messages.append(Message("user", request.prompt))
         try:
-            stop = await self._run_turns(conversation, request, approve, emit, state)
+            stop = await turn.run()
         except asyncio.CancelledError:
             if control is None or not control.cancel_requested:
                 raise
@@ -183,190 +371,5 @@ class AgentLoop:
             if task is not None:
                 task.uncancel()
             logger.info("turn cancelled by agent/cancel")
-            return state.result("cancelled")
-        return state.result(stop)
-
-    async def _run_turns(
-        self,
-        conversation: Conversation,
-        request: TurnRequest,
-        approve: Approver,
-        emit: EventSink,
-        state: _TurnState,
-    ) -> StopReason:
-        offered = self.offered_tools(request)
-        specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in offered]
-        offered_names: Collection[str] = {t.name for t in offered}
-        while True:
-            raw, calls, finish = await self._model_turn(conversation, specs, request, emit, state)
-            conversation.messages.append(Message("assistant", raw))
-            if not calls:
-                return "max_tokens" if finish == "length" else "end_turn"
-            for call in calls:
-                if state.calls_used >= request.max_tool_calls:
-                    emit(StatusNote(f"Tool call limit reached ({request.max_tool_calls}); "
-                                    f"{call.name or 'the call'} was not run."))
-                    return "tool_limit"
-                state.calls_used += 1
-                record, outcome_text = await self._handle_call(
-                    call, conversation, request, offered_names, approve, emit, state
-                )
-                conversation.messages.append(
-                    Message("tool", outcome_text, name=record.name, tool_call_id=record.id)
-                )
-
-    async def _model_turn(
-        self,
-        conversation: Conversation,
-        specs: list[ToolSpec],
-        request: TurnRequest,
-        emit: EventSink,
-        state: _TurnState,
-    ) -> tuple[str, list[ParsedToolCall], str]:
-        parser = ToolCallParser(tools_enabled=bool(specs))
-        raw_parts: list[str] = []
-        calls: list[ParsedToolCall] = []
-        finish = "stop"
-
-        def handle(events: list[Any]) -> None:
-            for event in events:
-                if isinstance(event, TextPiece):
-                    if event.kind == "content":
-                        state.text_parts.append(event.text)
-                        emit(ContentDelta(event.text))
-                    else:
-                        emit(ReasoningDelta(event.text))
-                elif isinstance(event, ArgsPreview):
-                    emit(ToolArgsDelta(event.index, event.text))
-                elif isinstance(event, ParsedToolCall):
-                    calls.append(event)
-
-        try:
-            async for chunk in self.backend.stream(conversation.messages, specs, request.options):
-                if isinstance(chunk, Finish):
-                    finish = chunk.reason
-                    break
-                raw_parts.append(chunk)
-                handle(parser.feed(chunk))
-        except asyncio.CancelledError:
-            handle(parser.finish())
-            conversation.messages.append(Message("assistant", "".join(raw_parts)))
-            raise
-        handle(parser.finish())
-        return "".join(raw_parts), calls, finish
-
-    async def _handle_call(
-        self,
-        call: ParsedToolCall,
-        conversation: Conversation,
-        request: TurnRequest,
-        offered_names: Collection[str],
-        approve: Approver,
-        emit: EventSink,
-        state: _TurnState,
-    ) -> tuple[ToolCallRecord, str]:
-        record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
-        state.records.append(record)
-
-        def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
-            record.status = status
-            record.exit_code = outcome.exit_code if outcome else None
-            sandbox = outcome.sandbox if outcome else None
-            emit(ToolEnded(record.id, record.name, status, record.exit_code, text, sandbox))
-
-        tool = self.tools.get(call.name)
-        problem: str | None = call.error
-        args: Any = None
-        if problem is None and (tool is None or call.name not in offered_names):
-            known = ", ".join(sorted(offered_names)) or "none"
-            problem = f"Unknown or disabled tool {call.name!r}. Available tools: {known}."
-        if problem is None and tool is not None:
-            try:
-                args = tool.parse_arguments(call.arguments)
-            except ToolError as exc:
-                problem = str(exc)
-        key = _call_key(call.name, call.arguments)
-        if problem is None and key in state.succeeded:
-            problem = "Skipped: an identical call already succeeded in this turn; use its result."
-
-        needs_confirm = (
-            problem is None
-            and request.policy.needs_confirm(call.name)
-            and call.name not in conversation.allowed_tools
-        )
-        emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
-        if problem is not None or tool is None:
-            text = problem or "The tool call could not be run."
-            end("failed", text)
-            return record, text
-
-        try:
-            if needs_confirm:
-                refusal = await self._ask(record, request, conversation, approve, emit)
-                if refusal is not None:
-                    status, text = refusal
-                    end(status, text)
-                    return record, text
-            emit(StatusNote(f"Running {record.name}"))
-            ctx = ToolContext(
-                workspace=self.workspace,
-                timeout_seconds=request.tool_timeout_seconds,
-                on_output=lambda text: emit(ToolOutput(record.id, text)),
-                bypass_sandbox=request.policy.bypass_permissions,
-                network=request.network,
-            )
-            try:
-                outcome = await tool.run(args, ctx)
-            except ToolError as exc:
-                outcome = ToolOutcome(text=str(exc), failed=True)
-        except asyncio.CancelledError:
-            text = "The tool call was cancelled by the user."
-            end("cancelled", text)
-            conversation.messages.append(
-                Message("tool", text, name=record.name, tool_call_id=record.id)
-            )
-            raise
-        status: ToolStatus = "failed" if outcome.failed else "completed"
-        if status == "completed" and outcome.exit_code in (None, 0):
-            state.succeeded.add(key)
-        end(status, outcome.text, outcome)
-        return record, outcome.text
-
-    async def _ask(
-        self,
-        record: ToolCallRecord,
-        request: TurnRequest,
-        conversation: Conversation,
-        approve: Approver,
-        emit: EventSink,
-    ) -> tuple[ToolStatus, str] | None:
-        """Ask for approval. None means run it; otherwise the status and what the model is told."""
-        emit(StatusNote(f"Waiting for approval: {record.name}"))
-        reason = request.policy.reason(record.name)
-        try:
-            outcome = await approve(ApprovalRequest(record.id, record.name, record.arguments, reason))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # fail closed: any doubt about an approval means no run
-            logger.exception("approval callback failed")
-            outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
-        decision = outcome.decision
-        if decision == "allow_session":
-            conversation.allowed_tools.add(record.name)
-        if decision in ("allow", "allow_session"):
-            return None
-        if decision == "deny":
-            emit(StatusNote(f"Denied: {record.name}"))
-            text = DENIED_TEXT
-            if outcome.message:
-                text += f" The user said: {outcome.message}"
-            return "denied", text
-        if decision == "timed_out":
-            emit(StatusNote(f"No answer to the approval request for {record.name}: not run."))
-            seconds = outcome.message or "the time limit"
-            return "timed_out", f"The tool call was not run: no approval arrived within {seconds}."
-        if decision == "cancelled":
-            return "cancelled", "The tool call was cancelled before it was approved."
-        why = outcome.message or "the approval failed"
-        emit(StatusNote(f"Approval failed for {record.name} ({why}): not run."))
-        return "denied", f"The tool call was not run: {why}."
+            return turn.result("cancelled")
+        return turn.result(stop)

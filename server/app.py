@@ -111,12 +111,12 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
 
     def on_initialize(params: lsp.InitializeParams) -> dict[str, Any]:
         options, found = parse_options(params.initialization_options)
-        overrides = {
-            k: v
-            for k, v in {"backend": launch.backend, "script": launch.script, "model": launch.model}.items()
-            if v is not None
-        }
-        options = replace(options, **overrides)
+        options = replace(
+            options,
+            backend=launch.backend or options.backend,
+            script=launch.script or options.script,
+            model=launch.model or options.model,
+        )
         problems.extend(found)
         service.configure(options, _workspace_from(params, launch), _client_features(params))
         logger.info("initialized: workspace %s, client %s", service.workspace, service.client)
@@ -163,7 +163,9 @@ def _is_async(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler)
 
 
-def serve(launch: LaunchSettings, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+def serve(
+    launch: LaunchSettings, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> None:
     """Serve JSON-RPC over stdio until the client says ``exit`` or goes away."""
     transport_out = stdout or sys.stdout.buffer
     # stdout is the transport: a stray print() must not corrupt it.

@@ -44,7 +44,9 @@ class ApprovalBroker:
             logger.info("ignored a decision for approval %s: no longer pending", approval_id[:8])
             return False
         if pending.session_id != session_id:
-            logger.warning("rejected a decision for approval %s from another session", approval_id[:8])
+            logger.warning(
+                "rejected a decision for approval %s from another session", approval_id[:8]
+            )
             return False
         pending.future.set_result(outcome)
         return True

@@ -29,11 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     def engine_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--workspace", type=_existing_dir, help="the folder tools work in")
         p.add_argument("--backend", choices=["scripted"], help="the model backend")
-        p.add_argument("--script", help="scripted backend: JSON file {\"turns\": [...]}")
+        p.add_argument("--script", help='scripted backend: JSON file {"turns": [...]}')
         p.add_argument("--model", help="the model to load")
-        p.add_argument(
-            "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
-        )
+        p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
     serve = sub.add_parser("serve", help="serve JSON-RPC 2.0 over stdio (LSP framing)")
     engine_flags(serve)
@@ -62,10 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # pygls logs every message it sends at INFO: noise, and a cost on the hot path.
         logging.getLogger("pygls").setLevel(logging.WARNING)
     if args.command == "serve":
-        from server.app import LaunchSettings, serve
+        from server.app import LaunchSettings, serve  # noqa: PLC0415 - import only what the subcommand needs
 
         serve(LaunchSettings(args.workspace, args.backend, args.script, args.model))
         return 0
-    from server.harness import run_chat
+    from server.harness import run_chat  # noqa: PLC0415 - the harness does not need the server
 
     return run_chat(args)

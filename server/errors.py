@@ -37,7 +37,7 @@ class RpcError(Exception):
 
 
 class InvalidRequest(RpcError):
-    """The request is well-formed but cannot be served (a gate that cannot be wired, a busy session)."""
+    """Well-formed but cannot be served (a gate that cannot be wired, a busy session)."""
 
     code = INVALID_REQUEST
 

@@ -32,7 +32,7 @@ class WireModel(BaseModel):
 
 
 class StrictParams(WireModel):
-    """Request params: unknown fields are errors (a typo in a safety flag must not pass silently)."""
+    """Request params: unknown fields are errors (a typo in a safety flag must not pass)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"

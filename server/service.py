@@ -230,7 +230,10 @@ class AgentService:
             text=result.text,
             tool_calls=[
                 ToolCallSummary(
-                    id=r.id, name=r.name, arguments=r.arguments, status=r.status,
+                    id=r.id,
+                    name=r.name,
+                    arguments=r.arguments,
+                    status=r.status,
                     exit_code=r.exit_code,
                 )
                 for r in result.tool_calls

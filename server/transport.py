@@ -45,7 +45,7 @@ def _keep_dict(obj: dict[str, Any], cls: type[Any]) -> Any:
 
 def make_converter() -> cattrs.Converter:
     """lsprotocol's converter, but custom params/results stay plain JSON values."""
-    converter = default_converter()
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
         converter.register_structure_hook(cls, _keep_dict)
     return converter

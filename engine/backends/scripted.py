@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 
 from engine.backends.base import Backend, BackendError, Finish, GenerationOptions, Message, ToolSpec
 
-_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+_TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class ScriptedTurn:
 
 
 def split_into_tokens(text: str) -> list[str]:
-    """Split text the way a tokenizer might: words, runs of space, single punctuation marks.
+    """Split text as a BPE tokenizer might: a word or a punctuation mark, with its leading space.
 
     Tags such as ``<tool_call>`` come out in several pieces, so the streaming parser is exercised
     the same way a real model exercises it.
@@ -41,7 +42,8 @@ def _parse_turn(index: int, raw: Any) -> ScriptedTurn:
         return ScriptedTurn(raw)
     if isinstance(raw, dict) and isinstance(raw.get("text"), str):
         delay = raw.get("chunkDelayMs", 0)
-        if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
+        valid = isinstance(delay, int | float) and not isinstance(delay, bool)
+        if not valid or not math.isfinite(delay) or delay < 0:
             raise BackendError(f"turns[{index}].chunkDelayMs must be a number >= 0")
         return ScriptedTurn(raw["text"], float(delay) / 1000.0)
     raise BackendError(f'turns[{index}] must be a string or an object with a "text" string')
@@ -60,6 +62,8 @@ def load_script(path: str | Path) -> list[ScriptedTurn]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise BackendError(f"Cannot read script {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BackendError(f"Script {path} is not UTF-8 text: {exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -71,7 +75,7 @@ def load_script(path: str | Path) -> list[ScriptedTurn]:
 
 
 class ScriptedBackend(Backend):
-    """Replays scripted turns. One cursor for the whole server: each model call takes the next turn."""
+    """Replays scripted turns; one cursor for the whole server: each model call takes the next."""
 
     name = "scripted"
 

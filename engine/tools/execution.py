@@ -1,4 +1,4 @@
-"""The code-execution tools, ``python`` and ``terminal``. Both run only through :mod:`sandbox.runner`.
+"""The code-execution tools ``python`` and ``terminal``; both run only through ``sandbox.runner``.
 
 The gate decides whether they may run (see :mod:`engine.gate`); by the time ``run`` is called the
 call has been approved, or needed no approval.

@@ -21,9 +21,7 @@ from server.transport import make_converter
 
 TOOL_CONFIRM_CAPS = lsp.ClientCapabilities(experimental={"toolConfirm": True})
 MESSAGE_REQUEST_CAPS = lsp.ClientCapabilities(
-    window=lsp.WindowClientCapabilities(
-        show_message=lsp.ShowMessageRequestClientCapabilities()
-    )
+    window=lsp.WindowClientCapabilities(show_message=lsp.ShowMessageRequestClientCapabilities())
 )
 NO_PROMPT_CAPS = lsp.ClientCapabilities()
 
@@ -74,8 +72,8 @@ class Peer:
     def content(self) -> str:
         return "".join(m["text"] for m in self.of_type("content"))
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
+    async def wait_for(self, predicate: Callable[[], bool], seconds: float = 20.0) -> None:
+        deadline = asyncio.get_running_loop().time() + seconds
         while not predicate():
             if asyncio.get_running_loop().time() > deadline:
                 raise AssertionError("condition not reached in time")
@@ -162,7 +160,13 @@ async def start_server(tmp_path: Path) -> AsyncIterator[StartServer]:
 
         env = {**os.environ, **(extra_env or {})}
         await client.start_io(
-            sys.executable, "-m", "server", "--backend", "scripted", "--script", str(script),
+            sys.executable,
+            "-m",
+            "server",
+            "--backend",
+            "scripted",
+            "--script",
+            str(script),
             env=env,
         )
         peer.init_result = await client.initialize_session(
