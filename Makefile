@@ -13,8 +13,9 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Reinstall only when the project's dependencies change.
+# PYTHONWARNINGS silences setuptools' generic notice about editable installs (not about us).
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 install: $(STAMP)

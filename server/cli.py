@@ -31,7 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--backend", choices=["scripted"], help="the model backend")
         p.add_argument("--script", help='scripted backend: JSON file {"turns": [...]}')
         p.add_argument("--model", help="the model to load")
-        p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+        p.add_argument(
+            "--log-level",
+            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+            help="stderr log level (default: INFO for serve, WARNING for chat)",
+        )
 
     serve = sub.add_parser("serve", help="serve JSON-RPC 2.0 over stdio (LSP framing)")
     engine_flags(serve)
@@ -51,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.log_level is None:
+        # The harness shows a transcript: the server's INFO lines would only clutter it.
+        args.log_level = "INFO" if args.command == "serve" else "WARNING"
     logging.basicConfig(
         level=getattr(logging, args.log_level),
         stream=sys.stderr,
