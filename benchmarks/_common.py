@@ -12,6 +12,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,10 +54,46 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
 
 
 def child_env() -> dict[str, str]:
-    """The environment for server children: ours, with output unbuffered on stderr only."""
+    """The environment for server children: ours, but allowed to use and write bytecode caches
+    (this machine sets PYTHONDONTWRITEBYTECODE; an installed server has its ``.pyc`` files)."""
     env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with .pyc caches, as users run it
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+_server_log: Any = None
+
+
+def server_stderr() -> int:
+    """A file descriptor for server children's stderr: one temporary file shared by all of them,
+    so that a server that dies can be explained (see :func:`server_failed`)."""
+    global _server_log  # noqa: PLW0603 - one log per benchmark process
+    if _server_log is None:
+        _server_log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
+    return int(_server_log.fileno())
+
+
+def server_failed(exc: Exception, lines: int = 20) -> int:
+    """Report a server that went away or answered with an error, with the end of its stderr;
+    the exit status for ``main``."""
+    print(f"benchmark aborted: {exc}", file=sys.stderr)
+    if _server_log is not None:
+        _server_log.seek(0)
+        tail = _server_log.read().decode("utf-8", errors="replace").rstrip().splitlines()
+        if tail:
+            print("last lines of the server's stderr:", file=sys.stderr)
+            print("\n".join(tail[-lines:]), file=sys.stderr)
+    return 1
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time a process has used so far (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except (OSError, ValueError):
+        return float("nan")
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- statistics ------------------------------------------------------------------------------
@@ -114,8 +151,7 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
     def line(row: Sequence[str]) -> str:
         parts = [
-            row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i])
-            for i in range(len(row))
+            row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(row))
         ]
         return "  ".join(parts).rstrip()
 
@@ -126,7 +162,9 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 # --- LSP helpers -----------------------------------------------------------------------------
 
 
-def initialize_params(workspace: Path | None = None, *, tool_confirm: bool = False) -> dict[str, Any]:
+def initialize_params(
+    workspace: Path | None = None, *, tool_confirm: bool = False
+) -> dict[str, Any]:
     """``initialize`` params of a minimal editor (optionally one that answers ``toolConfirm``)."""
     params: dict[str, Any] = {
         "processId": os.getpid(),

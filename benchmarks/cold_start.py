@@ -20,12 +20,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import _common as c
 
-from server.rpc_client import RpcClient
+from server.rpc_client import RpcClient, RpcError
 
 HEAVY_MODULES = ("torch", "transformers", "llama_cpp")
 
@@ -40,7 +40,7 @@ async def spawn_to_initialize(argv: Sequence[str]) -> float:
     """Seconds from spawning ``argv`` to the ``initialize`` result (then shut it down, untimed)."""
     client = RpcClient()
     start = time.perf_counter()
-    await client.start(argv, env=c.child_env(), cwd=c.REPO_ROOT, stderr=subprocess.DEVNULL)
+    await client.start(argv, env=c.child_env(), cwd=c.REPO_ROOT, stderr=c.server_stderr())
     result = await client.request("initialize", c.initialize_params())
     elapsed = time.perf_counter() - start
     assert isinstance(result, dict) and "capabilities" in result, result
@@ -58,7 +58,7 @@ async def spawn_to_exit(argv: Sequence[str]) -> float:
     return elapsed
 
 
-CONTENDERS: dict[str, tuple[str, Any]] = {
+CONTENDERS: dict[str, tuple[str, Callable[[], Awaitable[float]]]] = {
     "gatehouse": ("gatehouse serve -> initialize", lambda: spawn_to_initialize(c.GATEHOUSE_ARGV)),
     "pygls": ("bare pygls -> initialize", lambda: spawn_to_initialize(c.BASELINE_ARGV)),
     "python": ("python -c pass (floor)", lambda: spawn_to_exit((sys.executable, "-c", "pass"))),
@@ -70,10 +70,12 @@ def heavy_modules_loaded() -> list[str]:
         [sys.executable, "-c", _HEAVY_CHECK],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         cwd=c.REPO_ROOT,
         env=c.child_env(),
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"the heavy-module check failed:\n{out.stderr.strip()}")
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert isinstance(loaded, list)
     return [str(m) for m in loaded]
@@ -146,7 +148,10 @@ def report(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = c.parser(__doc__.splitlines()[0]).parse_args(argv)
-    result = run(args.quick)
+    try:
+        result = run(args.quick)
+    except (RpcError, RuntimeError) as exc:
+        return c.server_failed(exc)
     print(report(result))
     if args.json:
         c.write_json(args.json, result)

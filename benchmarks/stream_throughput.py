@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,16 +31,17 @@ from typing import Any
 import _common as c
 
 from engine.backends.scripted import split_into_tokens
-from server.rpc_client import RpcClient
+from server.rpc_client import RpcClient, RpcError
 
 TARGET_TOKENS = 20_000
 
-_WORDS = (
-    "the model reads a file and then writes a short answer about what it found in the code "
-    "function class module import return value error test server client request response "
-    "stream token delta notification editor workspace session turn tool call result python "
-    "list files search pattern line number change patch review approve deny run sandbox"
-).split()
+_VOCABULARY = """
+the model reads a file and then writes a short answer about what it found in the code function
+class module import return value error test server client request response stream token delta
+notification editor workspace session turn tool call result python list files search pattern
+line number change patch review approve deny run sandbox
+"""
+_WORDS: tuple[str, ...] = tuple(_VOCABULARY.split())
 
 
 def make_text(tokens: int, seed: int = 7) -> str:
@@ -94,12 +94,15 @@ class Sample:
     content_notifications: int
     content_chars: int
     first_delta: float
+    server_cpu: float
 
 
 async def one_run(client: RpcClient, counter: Counter, method: str, params: Any) -> Sample:
+    cpu_before = c.cpu_seconds(client.pid)
     counter.reset()
     result = await client.request(method, params)
     end = time.perf_counter()
+    server_cpu = c.cpu_seconds(client.pid) - cpu_before
     assert isinstance(result, dict), result
     assert counter.first_content is not None
     return Sample(
@@ -108,12 +111,13 @@ async def one_run(client: RpcClient, counter: Counter, method: str, params: Any)
         counter.content_notifications,
         counter.content_chars,
         counter.first_content - counter.start,
+        server_cpu,
     )
 
 
 async def start(argv: Sequence[str], counter: Counter, workspace: Path) -> RpcClient:
     client = RpcClient()
-    await client.start(argv, env=c.child_env(), cwd=c.REPO_ROOT, stderr=subprocess.DEVNULL)
+    await client.start(argv, env=c.child_env(), cwd=c.REPO_ROOT, stderr=c.server_stderr())
     client.on_notification("agent/stream", counter)
     await client.request("initialize", c.initialize_params(workspace))
     client.notify("initialized", {})
@@ -160,7 +164,7 @@ async def measure(runs: int, tmp: Path) -> tuple[int, list[Sample], list[Sample]
 
 
 def run(quick: bool) -> dict[str, Any]:
-    runs = 3 if quick else 15
+    runs = 5 if quick else 40
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
         tokens, gh, base = asyncio.run(measure(runs, Path(tmp)))
 
@@ -174,24 +178,37 @@ def run(quick: bool) -> dict[str, Any]:
     base_first = c.summary([s.first_delta for s in base])
     base_chars_per_note = c.summary([s.content_chars / s.content_notifications for s in base])
     ratio = gh_tokens_s["median"] / base_notes_s["median"]
+    # CPU time is counted in clock ticks: summed over all runs, it is precise enough.
+    gh_cpu = sum(s.server_cpu for s in gh) / (tokens * len(gh))
+    base_cpu = sum(s.server_cpu for s in base) / sum(s.notifications for s in base)
     paired = c.summary(
-        [(tokens / g.seconds) / (b.notifications / b.seconds) for g, b in zip(gh, base, strict=True)]
+        [
+            (tokens / g.seconds) / (b.notifications / b.seconds)
+            for g, b in zip(gh, base, strict=True)
+        ]
     )
     headline = [
-        ["stream: gatehouse tokens/s median (p90 low)", c.rate(gh_tokens_s["median"])],
+        ["stream: gatehouse tokens/s median", c.rate(gh_tokens_s["median"])],
         ["stream: gatehouse notifications/s median", c.rate(gh_notes_s["median"])],
         [
             "stream: mean delta size (tokens / chars)",
             f"{gh_tokens_per_note['median']:.0f} / {gh_chars_per_note['median']:.0f}",
         ],
-        ["stream: baseline pygls notifications/s median", c.rate(base_notes_s["median"])],
-        ["stream: gatehouse tokens/s / baseline notifications/s", c.ratio(ratio)],
+        ["stream: bare pygls flood notifications/s median", c.rate(base_notes_s["median"])],
+        ["stream: gatehouse tokens/s / bare pygls notifications/s", c.ratio(ratio)],
         [
-            "stream: first-delta latency median (p90)",
+            "stream: server CPU per token: gatehouse / bare pygls",
+            f"{gh_cpu * 1e6:.1f} us / {base_cpu * 1e6:.1f} us ({c.ratio(gh_cpu / base_cpu)})",
+        ],
+        [
+            "stream: first-delta latency, gatehouse median (p90)",
             f"{c.ms(gh_first['median'])} ({c.ms(gh_first['p90'])})",
         ],
+        [
+            "stream: first-delta latency, bare pygls median",
+            c.ms(base_first["median"]),
+        ],
     ]
-    headline[0][0] = "stream: gatehouse tokens/s median"
     return {
         "benchmark": "stream_throughput",
         "machine": c.machine(),
@@ -214,6 +231,7 @@ def run(quick: bool) -> dict[str, Any]:
             "run_seconds": c.summary([s.seconds for s in base]),
         },
         "ratio_gatehouse_tokens_over_baseline_notifications": ratio,
+        "server_cpu_seconds_per_token": {"gatehouse": gh_cpu, "baseline": base_cpu},
         "paired_ratio": paired,
         "headline": headline,
     }
@@ -248,6 +266,7 @@ def report(result: dict[str, Any]) -> str:
         ],
     ]
     per_note = gh["tokens_per_content_notification"]["median"]
+    cpu = result["server_cpu_seconds_per_token"]
     chars = gh["chars_per_content_notification"]["median"]
     return "\n".join(
         [
@@ -262,13 +281,19 @@ def report(result: dict[str, Any]) -> str:
             "gatehouse tokens/s / bare pygls notifications/s: "
             f"{c.ratio(result['ratio_gatehouse_tokens_over_baseline_notifications'])} "
             f"(paired runs: median {c.ratio(result['paired_ratio']['median'])})",
+            f"server CPU per token: gatehouse {cpu['gatehouse'] * 1e6:.1f} us, bare pygls "
+            f"{cpu['baseline'] * 1e6:.1f} us per notification "
+            f"({c.ratio(cpu['gatehouse'] / cpu['baseline'])})",
         ]
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = c.parser(__doc__.splitlines()[0]).parse_args(argv)
-    result = run(args.quick)
+    try:
+        result = run(args.quick)
+    except RpcError as exc:
+        return c.server_failed(exc)
     print(report(result))
     if args.json:
         c.write_json(args.json, result)
