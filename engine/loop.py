@@ -16,6 +16,7 @@ transport's own request cancel) propagates after the same clean-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -36,9 +37,10 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
-from engine.gate import ConfirmReason, GatePolicy
+from engine.gate import CODE_EXECUTION_TOOL_NAMES, ConfirmReason, GatePolicy
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from sandbox.tiers import Sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,10 @@ class TurnRequest:
     max_tool_calls: int = 25
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tool_timeout_seconds: float = 120.0
-    network: bool = False
+    sandbox: Sandbox | None = None
+    """The isolation code runs under; None means only a scrubbed environment."""
+    scratch_dir: Path | None = None
+    """The session's private temporary folder for code execution."""
 
 
 @dataclass
@@ -211,16 +216,16 @@ class _Turn:
                 else:
                     calls.append(event)
 
-        backend = self.loop.backend
+        stream = self.loop.backend.stream(self.conversation.messages, specs, self.request.options)
         try:
-            async for chunk in backend.stream(
-                self.conversation.messages, specs, self.request.options
-            ):
-                if isinstance(chunk, Finish):
-                    finish = chunk.reason
-                    break
-                raw_parts.append(chunk)
-                handle(parser.feed(chunk))
+            # aclosing: a threaded backend's worker is stopped and awaited however the loop ends.
+            async with contextlib.aclosing(stream):
+                async for chunk in stream:
+                    if isinstance(chunk, Finish):
+                        finish = chunk.reason
+                        break
+                    raw_parts.append(chunk)
+                    handle(parser.feed(chunk))
         except asyncio.CancelledError:
             handle(parser.finish())
             self.remember(Message("assistant", "".join(raw_parts)))
@@ -240,6 +245,12 @@ class _Turn:
             args = tool.parse_arguments(call.arguments)
         except ToolError as exc:
             return None, None, str(exc)
+        sandbox = self.request.sandbox
+        bypass = self.request.policy.bypass_permissions
+        if call.name in CODE_EXECUTION_TOOL_NAMES and sandbox is not None and not bypass:
+            refusal = sandbox.refusal()
+            if refusal is not None:  # never run weaker than the configured minimum
+                return None, None, refusal
         if _call_key(call.name, call.arguments) in self.succeeded:
             return (
                 None,
@@ -295,7 +306,8 @@ class _Turn:
             timeout_seconds=self.request.tool_timeout_seconds,
             on_output=lambda text: self.emit(ToolOutput(record.id, text)),
             bypass_sandbox=self.request.policy.bypass_permissions,
-            network=self.request.network,
+            sandbox=self.request.sandbox,
+            scratch_dir=self.request.scratch_dir,
         )
         try:
             return await tool.run(args, ctx)

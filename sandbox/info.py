@@ -29,25 +29,8 @@ class SandboxInfo:
         return {"level": self.level, "network": self.network}
 
 
-_NO_ISOLATION = SandboxInfo(
-    "none",
-    True,
-    "No OS isolation yet: code runs as the server's user with a scrubbed environment, "
-    "a timeout and an output cap.",
-)
-
 UNSANDBOXED = SandboxInfo(
     "none",
     True,
     "bypassPermissions is on: code runs without the sandbox (the environment is still scrubbed).",
 )
-
-
-def probe() -> SandboxInfo:
-    """Find the strongest isolation this machine offers.
-
-    This first iteration has no OS isolation tier, so it always reports level ``none``. Later
-    tiers (bubblewrap, Landlock + seccomp) are detected here; the probe must stay cheap enough to
-    run at start-up.
-    """
-    return _NO_ISOLATION

@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.environment import scrub_environment
-from sandbox.info import UNSANDBOXED, SandboxInfo, probe
+from sandbox.info import SandboxInfo
+from sandbox.tiers import Launch, Sandbox, unsandboxed
 
-__all__ = ["ExecRequest", "ExecResult", "LaunchSpec", "execute", "prepare_launch"]
+__all__ = ["ExecRequest", "ExecResult", "execute", "prepare_launch"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,8 @@ class ExecRequest:
     """Total output bytes past which the whole process tree is killed."""
     env_extra: Mapping[str, str] | None = None
     """Variables added to the scrubbed environment (secret-looking ones are dropped)."""
+    scratch_dir: Path | None = None
+    """The session's private temporary folder (``/tmp`` inside the strong tier)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -89,42 +91,33 @@ class ExecResult:
     sandbox: SandboxInfo
 
 
-@dataclass(frozen=True)
-class LaunchSpec:
-    """The final form of a command: what is actually executed."""
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: Path
-
-
-def prepare_launch(request: ExecRequest, sandbox: SandboxInfo) -> LaunchSpec:
-    """Turn a request into the argv, environment and folder that are executed.
-
-    This is the seam for isolation tiers: a tier for ``sandbox.level`` wraps the argv (e.g. in
-    ``bwrap ...``) and must itself be started with the scrubbed environment, never the server's.
-    This iteration has no tier, so the command runs as given.
-    """
-    del sandbox  # no tier yet: every level runs the command directly
-    env = scrub_environment(extra=request.env_extra)
-    return LaunchSpec(argv=request.argv, env=env, cwd=request.cwd)
+def prepare_launch(request: ExecRequest, sandbox: Sandbox) -> tuple[Launch, SandboxInfo]:
+    """What is really executed for ``request`` (argv, scrubbed environment, cgroups), and the
+    isolation it gets: the seam between the runner and the isolation tiers."""
+    return sandbox.prepare(
+        request.argv,
+        cwd=request.cwd,
+        scratch=request.scratch_dir,
+        bypass=request.bypass,
+        env_extra=request.env_extra,
+    )
 
 
 async def execute(
     request: ExecRequest,
     on_output: Callable[[str], None] = lambda _text: None,
     *,
-    sandbox: SandboxInfo | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ExecResult:
     """Run an approved command and return what the model receives.
 
     ``on_output`` gets the merged output live, chunk by chunk (capped at
-    ``stream_output_limit``). ``sandbox`` is the isolation to report (default: :func:`probe`);
-    a ``bypass`` request always reports :data:`UNSANDBOXED`. A program that cannot be started
+    ``stream_output_limit``). ``sandbox`` is the configured isolation (default: none, only a
+    scrubbed environment); a ``bypass`` request runs outside it. A program that cannot be started
     gives ``exit_code=None`` and a message, not an exception. If the awaiting task is cancelled,
     the process tree is killed and reaped before ``CancelledError`` propagates.
     """
-    info = UNSANDBOXED if request.bypass else (sandbox if sandbox is not None else probe())
+    launch, info = prepare_launch(request, sandbox or unsandboxed())
     started = time.monotonic()
 
     def not_started(message: str) -> ExecResult:
@@ -135,8 +128,29 @@ async def execute(
 
     if not request.cwd.is_dir():
         return not_started(f"The working folder {request.cwd} does not exist.")
-    spec = prepare_launch(request, info)
-    stdin = asyncio.subprocess.DEVNULL if request.stdin is None else asyncio.subprocess.PIPE
+    try:
+        return await _run(
+            request, launch, info, on_output, started=started, not_started=not_started
+        )
+    finally:
+        if launch.group is not None:  # whatever is left (daemons included) dies with the call
+            await asyncio.shield(asyncio.to_thread(launch.group.remove))
+
+
+async def _run(
+    request: ExecRequest,
+    spec: Launch,
+    info: SandboxInfo,
+    on_output: Callable[[str], None],
+    *,
+    started: float,
+    not_started: Callable[[str], ExecResult],
+) -> ExecResult:
+    # With cgroups, the first process (a shell) waits for one line on stdin: it is sent once the
+    # process is in its cgroups, so nothing the command starts can escape the process limit.
+    gated = spec.group is not None
+    stdin_data = (b"\n" if gated else b"") + (request.stdin or b"")
+    stdin = asyncio.subprocess.PIPE if stdin_data else asyncio.subprocess.DEVNULL
     read_fd, write_fd = os.pipe()
     try:
         try:
@@ -159,8 +173,13 @@ async def execute(
         raise
 
     log.debug("Started pid %d: %s (sandbox %s)", proc.pid, spec.argv[0], info.level)
+    if spec.group is not None and not await asyncio.to_thread(spec.group.add, proc.pid):
+        _signal_group(proc.pid, signal.SIGKILL)  # fail closed: it never passed the gate
+        await proc.wait()
+        os.close(read_fd)
+        return not_started("Could not put the command in its cgroup; it was not run.")
     output = _Output(on_output, request)
-    timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request)
+    timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request, stdin_data)
     output.finish()
     if limit_exceeded:
         output.add_notice(
@@ -286,7 +305,11 @@ class _Output:
 
 
 async def _supervise(
-    proc: asyncio.subprocess.Process, read_fd: int, output: _Output, request: ExecRequest
+    proc: asyncio.subprocess.Process,
+    read_fd: int,
+    output: _Output,
+    request: ExecRequest,
+    stdin_data: bytes,
 ) -> tuple[bool, bool]:
     """Read until the command ends, kill what is left, reap: ``(timed_out, limit_exceeded)``."""
     pipe_inode = os.fstat(read_fd).st_ino
@@ -303,8 +326,8 @@ async def _supervise(
         waiter: asyncio.Task[object] = asyncio.create_task(proc.wait())
         pump: asyncio.Task[object] = asyncio.create_task(_pump(stream, output))
         tasks += [waiter, pump]
-        if request.stdin is not None:
-            tasks.append(asyncio.create_task(_feed_stdin(proc, request.stdin)))
+        if stdin_data:
+            tasks.append(asyncio.create_task(_feed_stdin(proc, stdin_data)))
         try:
             async with asyncio.timeout(request.timeout_seconds):
                 await asyncio.wait((waiter, pump), return_when=asyncio.FIRST_COMPLETED)

@@ -6,11 +6,14 @@ modules; pydantic validates params and :mod:`server.errors` maps every failure t
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +25,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from engine import __version__
-from sandbox.info import probe
+from sandbox import cgroups
+from sandbox.hardening import make_non_dumpable
+from sandbox.policy import SandboxSettings
+from sandbox.probe import probe
 from server.options import ServerOptions, parse_options
 from server.protocol import (
     AGENT_CANCEL,
@@ -100,13 +106,20 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
     )
     protocol = server.protocol
+    scratch_root = Path(tempfile.mkdtemp(prefix="gatehouse-"))
     service = AgentService(
         protocol,
         Notifier(protocol),
         options=ServerOptions(),
         workspace=launch.workspace or Path.cwd(),
-        sandbox=probe(),
+        scratch_root=scratch_root,
     )
+
+    @atexit.register
+    def _clean_up() -> None:
+        shutil.rmtree(scratch_root, ignore_errors=True)
+        cgroups.remove_trees(service.sandbox.trees)
+
     problems: list[str] = []
 
     def on_initialize(params: lsp.InitializeParams) -> dict[str, Any]:
@@ -118,7 +131,14 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             model=launch.model or options.model,
         )
         problems.extend(found)
-        service.configure(options, _workspace_from(params, launch), _client_features(params))
+        settings = SandboxSettings(
+            network=options.sandbox_network,
+            min_level=options.sandbox_min_level,  # type: ignore[arg-type]  # checked by options
+        )
+        report = probe(settings)
+        service.configure(
+            options, _workspace_from(params, launch), _client_features(params), report.sandbox
+        )
         logger.info("initialized: workspace %s, client %s", service.workspace, service.client)
         return {"gatehouse": service.capabilities()}
 
@@ -170,6 +190,7 @@ def serve(
     transport_out = stdout or sys.stdout.buffer
     # stdout is the transport: a stray print() must not corrupt it.
     sys.stdout = sys.stderr
+    make_non_dumpable()
     server = create_server(launch)
     logger.info("gatehouse %s serving on stdio (pid %d)", __version__, os.getpid())
     server.start_io(stdin or sys.stdin.buffer, transport_out)

@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         help="how to answer approval prompts (ask: on a TTY; without a TTY that means deny)",
     )
     chat.add_argument("--json", action="store_true", help="print every message as a JSON line")
+
+    doctor = sub.add_parser("doctor", help="show the isolation approved code gets on this machine")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--network", action="store_true", help="check as with sandbox.network on")
+    doctor.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
@@ -71,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         serve(LaunchSettings(args.workspace, args.backend, args.script, args.model))
         return 0
+    if args.command == "doctor":
+        from server.doctor import run_doctor  # noqa: PLC0415
+
+        return run_doctor(args.json, args.network)
     from server.harness import run_chat  # noqa: PLC0415 - the harness does not need the server
 
     return run_chat(args)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from sandbox.policy import LEVELS, is_level
+
 KNOWN_BACKENDS: tuple[str, ...] = ("scripted",)
 
 
@@ -22,6 +24,8 @@ class ServerOptions:
     bypass_permissions: bool = False
     confirm_timeout_seconds: float = 300.0
     tool_timeout_seconds: float = 120.0
+    sandbox_network: bool = False
+    sandbox_min_level: str = "standard"
 
 
 _WIRE_NAMES: dict[str, str] = {
@@ -33,6 +37,8 @@ _WIRE_NAMES: dict[str, str] = {
     "bypassPermissions": "bypass_permissions",
     "confirmTimeoutSeconds": "confirm_timeout_seconds",
     "toolTimeoutSeconds": "tool_timeout_seconds",
+    "sandbox.network": "sandbox_network",
+    "sandbox.minLevel": "sandbox_min_level",
 }
 
 
@@ -42,6 +48,9 @@ def _check(name: str, value: Any) -> str | None:
     if name == "backend":
         if value not in KNOWN_BACKENDS:
             return f"must be one of {', '.join(KNOWN_BACKENDS)}"
+    elif name == "sandbox_min_level":
+        if not is_level(value):
+            return f"must be one of {', '.join(LEVELS)}"
     elif isinstance(default, bool):
         if not isinstance(value, bool):
             return "must be true or false"
@@ -64,7 +73,13 @@ def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOp
         return options, ["initializationOptions must be an object; using the defaults"]
     problems: list[str] = []
     changes: dict[str, Any] = {}
-    for key, value in raw.items():
+    items = [(k, v) for k, v in raw.items() if k != "sandbox"]
+    nested = raw.get("sandbox")
+    if isinstance(nested, dict):
+        items += [(f"sandbox.{k}", v) for k, v in nested.items()]
+    elif "sandbox" in raw:
+        problems.append('sandbox must be an object like {"network": false}; using the defaults')
+    for key, value in items:
         name = _WIRE_NAMES.get(key)
         if name is None:
             problems.append(f"unknown option {key!r} ignored")

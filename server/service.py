@@ -19,7 +19,7 @@ from engine.backends.scripted import ScriptedBackend, ScriptedTurn
 from engine.gate import GatePolicy, unwireable_flag
 from engine.loop import AgentLoop, TurnControl, TurnRequest
 from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
-from sandbox.info import SandboxInfo
+from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import ApprovalAsker, ClientChannel
 from server.broker import ApprovalBroker
 from server.errors import InvalidParams, InvalidRequest
@@ -71,13 +71,15 @@ class AgentService:
         *,
         options: ServerOptions,
         workspace: Path,
-        sandbox: SandboxInfo,
+        sandbox: Sandbox | None = None,
+        scratch_root: Path | None = None,
     ) -> None:
         self.channel = channel
         self.notify = notify
         self.options = options
         self.workspace = workspace
-        self.sandbox = sandbox
+        self.sandbox = sandbox or unsandboxed()
+        self.scratch_root = scratch_root
         self.client = ClientFeatures()
         self.sessions = SessionStore()
         self.broker = ApprovalBroker()
@@ -85,8 +87,15 @@ class AgentService:
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    def configure(self, options: ServerOptions, workspace: Path, client: ClientFeatures) -> None:
+    def configure(
+        self, options: ServerOptions, workspace: Path, client: ClientFeatures, sandbox: Sandbox
+    ) -> None:
         self.options, self.workspace, self.client = options, workspace, client
+        self.sandbox = sandbox
+
+    def sandbox_report(self) -> dict[str, Any]:
+        info = self.sandbox.info
+        return {**info.wire(), "reason": info.reason, "minLevel": self.sandbox.settings.min_level}
 
     def backend(self) -> Backend:
         """The model backend, created on first use (never at start-up)."""
@@ -98,7 +107,7 @@ class AgentService:
         return {
             "version": __version__,
             "tools": list(BUILTIN_TOOL_NAMES),
-            "sandbox": {**self.sandbox.wire(), "reason": self.sandbox.reason},
+            "sandbox": self.sandbox_report(),
         }
 
     # --- agent/status -----------------------------------------------------------------------
@@ -109,7 +118,7 @@ class AgentService:
             "backend": self.options.backend,
             "model": self._backend.model if self._backend else self.options.model,
             "workspace": str(self.workspace),
-            "sandbox": {**self.sandbox.wire(), "reason": self.sandbox.reason},
+            "sandbox": self.sandbox_report(),
             "sessions": [s.summary() for s in self.sessions.all()],
         }
 
@@ -150,8 +159,16 @@ class AgentService:
             max_tool_calls=params.max_tool_calls,
             options=GenerationOptions(params.max_tokens, params.temperature, params.seed),
             tool_timeout_seconds=o.tool_timeout_seconds,
-            network=self.sandbox.network,
+            sandbox=self.sandbox,
         )
+
+    def _scratch_for(self, session: Session) -> Path | None:
+        """The session's private tmp: created on first use, removed with the server's root."""
+        if self.scratch_root is None:
+            return None
+        path = self.scratch_root / session.session_id
+        path.mkdir(mode=0o700, exist_ok=True)
+        return path
 
     def _check_gate_is_wired(self, request: TurnRequest) -> None:
         if self.client.tool_confirm or self.client.show_message_request:
@@ -194,6 +211,7 @@ class AgentService:
         request = self._turn_request(params)
         self._check_gate_is_wired(request)
         session = self._session_for(params)
+        request = replace(request, scratch_dir=self._scratch_for(session))
         backend = self.backend()
 
         turn_id = session.next_turn_id()
@@ -207,7 +225,7 @@ class AgentService:
             self.channel,
             self.broker,
             use_tool_confirm=self.client.tool_confirm,
-            sandbox=self.sandbox,
+            sandbox=self.sandbox.info,
             timeout_seconds=self.options.confirm_timeout_seconds,
             workspace=str(self.workspace),
         )
@@ -239,9 +257,6 @@ class AgentService:
                 for r in result.tool_calls
             ],
         ).wire()
-
-    def with_options(self, options: ServerOptions) -> None:
-        self.options = replace(options)
 
 
 def _pick(override: bool | None, default: bool) -> bool:

@@ -10,7 +10,7 @@ generation.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,7 +64,7 @@ class Backend(ABC):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: GenerationOptions,
-    ) -> AsyncIterator[str | Finish]:
+    ) -> AsyncGenerator[str | Finish, None]:
         """Stream one model turn: text deltas, then exactly one :class:`Finish`."""
 
     async def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing

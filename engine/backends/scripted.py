@@ -12,7 +12,7 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ class ScriptedBackend(Backend):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: GenerationOptions,
-    ) -> AsyncIterator[str | Finish]:
+    ) -> AsyncGenerator[str | Finish, None]:
         if self._cursor >= len(self._turns):
             yield Finish("stop")
             return

