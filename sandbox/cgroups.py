@@ -32,7 +32,31 @@ class _Tree:
     kill: bool
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap_stale(hierarchy: Path) -> None:
+    """Remove the empty groups of servers that died without cleaning up (SIGKILL, a crash)."""
+    for parent in hierarchy.glob("gatehouse-*"):
+        pid = parent.name.removeprefix("gatehouse-")
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        for child in parent.glob("call-*"):
+            with contextlib.suppress(OSError):
+                child.rmdir()
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+
+
 def _try_parent(hierarchy: Path, *, v2: bool) -> Path | None:
+    _reap_stale(hierarchy)
     parent = hierarchy / f"gatehouse-{os.getpid()}"
     try:
         parent.mkdir(exist_ok=True)

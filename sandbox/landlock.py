@@ -19,6 +19,8 @@ import os
 import stat
 import sys
 
+from sandbox.paths import HIDDEN_ROOTS, SYSTEM_SECRETS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -69,20 +71,10 @@ _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 
 DEFAULT_HIDDEN: tuple[str, ...] = (
-    "/home",
-    "/root",
-    "/run",
-    "/tmp",
-    "/var/tmp",
+    *HIDDEN_ROOTS,
     "/dev",  # raw disks (readable by root without capabilities), other terminals; see DEVICE_FILES
     "/dev/shm",
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/ssh",  # host private keys
-    "/etc/ssl/private",
-    "/var/backups",  # Debian keeps copies of shadow here
+    *SYSTEM_SECRETS,
 )
 """What the default readable set leaves out (re-expose prefixes with ``extra``)."""
 

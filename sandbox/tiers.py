@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.bwrap import HIDDEN_ROOTS, bwrap_argv, reexposed_paths
+from sandbox.bwrap import bwrap_argv, reexposed_paths
 from sandbox.cgroups import CommandGroup, _Tree
 from sandbox.environment import scrub_environment
 from sandbox.info import UNSANDBOXED, SandboxInfo
+from sandbox.paths import HIDDEN_ROOTS
 from sandbox.policy import Limits, SandboxSettings, level_rank
 
 _GATE_SCRIPT = 'read -r _ || exit 125; exec "$@"'
