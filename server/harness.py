@@ -248,10 +248,12 @@ class Chat:
     def _server_argv(self) -> list[str]:
         argv = [sys.executable, "-m", "server", "serve", "--log-level", self.args.log_level]
         argv += ["--workspace", str(self.workspace)]
-        for flag in ("backend", "script", "model"):
-            value = getattr(self.args, flag)
+        for flag in ("backend", "script", "model", "threads"):
+            value = getattr(self.args, flag, None)
             if value is not None:
                 argv += [f"--{flag}", str(value)]
+        if getattr(self.args, "tool_grammar", None):
+            argv.append("--tool-grammar")
         return argv
 
     async def _initialize(self) -> dict[str, Any]:
@@ -281,6 +283,9 @@ class Chat:
 
     async def turn(self, prompt: str) -> int:
         params: dict[str, Any] = {"prompt": prompt}
+        tools = getattr(self.args, "tools", None)
+        if tools:
+            params["enabledTools"] = [t.strip() for t in tools.split(",") if t.strip()]
         if self.session_id is not None:
             params["sessionId"] = self.session_id
         self.turn_running, self.turn_session = True, self.session_id

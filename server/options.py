@@ -11,14 +11,20 @@ from typing import Any
 
 from sandbox.policy import LEVELS, is_level
 
-KNOWN_BACKENDS: tuple[str, ...] = ("scripted",)
+KNOWN_BACKENDS: tuple[str, ...] = ("llama_cpp", "transformers", "openai", "scripted")
 
 
 @dataclass(frozen=True)
 class ServerOptions:
-    backend: str = "scripted"
+    backend: str = "llama_cpp"
     model: str | None = None
     script: str | None = None
+    threads: int | None = None
+    context_size: int = 4096
+    tool_grammar: bool = False
+    openai_base_url: str | None = None
+    openai_model: str | None = None
+    openai_api_key_env: str | None = None
     confirm_tool_calls: bool = False
     confirm_code_execution: bool = True
     bypass_permissions: bool = False
@@ -32,6 +38,12 @@ _WIRE_NAMES: dict[str, str] = {
     "backend": "backend",
     "model": "model",
     "script": "script",
+    "threads": "threads",
+    "contextSize": "context_size",
+    "toolGrammar": "tool_grammar",
+    "openai.baseUrl": "openai_base_url",
+    "openai.model": "openai_model",
+    "openai.apiKeyEnv": "openai_api_key_env",
     "confirmToolCalls": "confirm_tool_calls",
     "confirmCodeExecution": "confirm_code_execution",
     "bypassPermissions": "bypass_permissions",
@@ -42,12 +54,23 @@ _WIRE_NAMES: dict[str, str] = {
 }
 
 
+_GROUPS = ("sandbox", "openai")
+
+
 def _check(name: str, value: Any) -> str | None:
     """Why ``value`` is not valid for option ``name`` (None when it is)."""
     default = getattr(ServerOptions(), name)
     if name == "backend":
         if value not in KNOWN_BACKENDS:
             return f"must be one of {', '.join(KNOWN_BACKENDS)}"
+    elif name in ("threads", "context_size"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return "must be a whole number >= 1"
+        if name == "context_size" and value < 512:
+            return "must be at least 512 tokens"
+    elif name == "openai_api_key_env":
+        if not isinstance(value, str) or not value.replace("_", "").isalnum():
+            return "must be the NAME of an environment variable (the key itself never goes here)"
     elif name == "sandbox_min_level":
         if not is_level(value):
             return f"must be one of {', '.join(LEVELS)}"
@@ -73,12 +96,13 @@ def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOp
         return options, ["initializationOptions must be an object; using the defaults"]
     problems: list[str] = []
     changes: dict[str, Any] = {}
-    items = [(k, v) for k, v in raw.items() if k != "sandbox"]
-    nested = raw.get("sandbox")
-    if isinstance(nested, dict):
-        items += [(f"sandbox.{k}", v) for k, v in nested.items()]
-    elif "sandbox" in raw:
-        problems.append('sandbox must be an object like {"network": false}; using the defaults')
+    items = [(k, v) for k, v in raw.items() if k not in _GROUPS]
+    for group in _GROUPS:
+        nested = raw.get(group)
+        if isinstance(nested, dict):
+            items += [(f"{group}.{k}", v) for k, v in nested.items()]
+        elif group in raw:
+            problems.append(f"{group} must be an object; using the defaults")
     for key, value in items:
         name = _WIRE_NAMES.get(key)
         if name is None:

@@ -54,6 +54,7 @@ class ChatParams(StrictParams):
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=5.0)
     seed: StrictInt | None = None
+    model: str | None = Field(default=None, min_length=1)
 
     @field_validator("prompt")
     @classmethod

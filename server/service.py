@@ -14,16 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__
-from engine.backends.base import Backend, GenerationOptions
-from engine.backends.scripted import ScriptedBackend, ScriptedTurn
+from engine.backends.base import GenerationOptions
+from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
 from engine.loop import AgentLoop, TurnControl, TurnRequest
 from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
 from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import ApprovalAsker, ClientChannel
+from server.backends import BackendManager
 from server.broker import ApprovalBroker
 from server.errors import InvalidParams, InvalidRequest
 from server.options import ServerOptions
+from server.progress import WorkDone
 from server.protocol import (
     AGENT_STREAM,
     CancelParams,
@@ -43,6 +45,7 @@ class ClientFeatures:
 
     tool_confirm: bool = False
     show_message_request: bool = False
+    work_done_progress: bool = False
 
 
 class Notifier:
@@ -53,14 +56,6 @@ class Notifier:
 
     def __call__(self, message: dict[str, Any]) -> None:
         self._channel.notify(AGENT_STREAM, message)
-
-
-def create_backend(options: ServerOptions) -> Backend:
-    if options.backend == "scripted":
-        if options.script is None:
-            return ScriptedBackend(list[ScriptedTurn](), model="(no script)")
-        return ScriptedBackend.from_file(options.script)
-    raise InvalidParams(f"Unknown backend {options.backend!r}", {"param": "backend"})
 
 
 class AgentService:
@@ -83,7 +78,7 @@ class AgentService:
         self.client = ClientFeatures()
         self.sessions = SessionStore()
         self.broker = ApprovalBroker()
-        self._backend: Backend | None = None
+        self.models = BackendManager(options)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -92,16 +87,11 @@ class AgentService:
     ) -> None:
         self.options, self.workspace, self.client = options, workspace, client
         self.sandbox = sandbox
+        self.models = BackendManager(options)
 
     def sandbox_report(self) -> dict[str, Any]:
         info = self.sandbox.info
         return {**info.wire(), "reason": info.reason, "minLevel": self.sandbox.settings.min_level}
-
-    def backend(self) -> Backend:
-        """The model backend, created on first use (never at start-up)."""
-        if self._backend is None:
-            self._backend = create_backend(self.options)
-        return self._backend
 
     def capabilities(self) -> dict[str, Any]:
         return {
@@ -116,7 +106,8 @@ class AgentService:
         return {
             "version": __version__,
             "backend": self.options.backend,
-            "model": self._backend.model if self._backend else self.options.model,
+            "model": self.models.model_name,
+            "modelLoaded": self.models.current is not None,
             "workspace": str(self.workspace),
             "sandbox": self.sandbox_report(),
             "sessions": [s.summary() for s in self.sessions.all()],
@@ -189,6 +180,22 @@ class AgentService:
                 {"param": flag},
             )
 
+    async def _load(self, model: str | None, stream: TurnStream) -> Any:
+        """The model, loaded (progress as status events and, where supported, $/progress)."""
+        if self.models.current is not None and (model is None or model == self.models.model_name):
+            return await self.models.ensure(model, lambda _text: None)
+        bar = WorkDone(self.channel, self.client.work_done_progress, "Gatehouse: loading model")
+        await bar.begin("Loading model…")
+
+        def progress(text: str) -> None:
+            stream.emit(StatusNote(text))
+            bar.report(text)
+
+        try:
+            return await self.models.ensure(model, progress)
+        finally:
+            bar.end("Model ready")
+
     def _session_for(self, params: ChatParams) -> Session:
         if params.session_id is None:
             return self.sessions.create()
@@ -211,8 +218,9 @@ class AgentService:
         request = self._turn_request(params)
         self._check_gate_is_wired(request)
         session = self._session_for(params)
+        others_busy = any(s.busy for s in self.sessions.all() if s is not session)
+        self.models.check_switch(params.model, others_busy)
         request = replace(request, scratch_dir=self._scratch_for(session))
-        backend = self.backend()
 
         turn_id = session.next_turn_id()
         control = TurnControl()
@@ -229,8 +237,9 @@ class AgentService:
             timeout_seconds=self.options.confirm_timeout_seconds,
             workspace=str(self.workspace),
         )
-        loop = AgentLoop(backend, BUILTIN_TOOLS, self.workspace)
         try:
+            backend = await self._load(params.model, stream)
+            loop = AgentLoop(backend, BUILTIN_TOOLS, self.workspace)
             result = await loop.run(
                 session.conversation,
                 request,

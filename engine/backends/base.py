@@ -10,7 +10,7 @@ generation.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,6 +46,14 @@ class GenerationOptions:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Something the user should know about this model turn (e.g. old turns were dropped to fit
+    the context window). The loop passes it on as a ``status`` event; the model never sees it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Finish:
     """The end of one model turn: ``stop`` (the model ended) or ``length`` (``max_tokens``)."""
 
@@ -64,8 +72,11 @@ class Backend(ABC):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: GenerationOptions,
-    ) -> AsyncGenerator[str | Finish, None]:
-        """Stream one model turn: text deltas, then exactly one :class:`Finish`."""
+    ) -> AsyncGenerator[str | Notice | Finish, None]:
+        """Stream one model turn: text deltas (and notices), then exactly one :class:`Finish`."""
+
+    async def load(self, progress: Callable[[str], None] | None = None) -> None:  # noqa: B027
+        """Load the model now (reporting progress text); by default it loads on first use."""
 
     async def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release what the backend holds (model memory, connections)."""

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.backends.base import Backend, BackendError, Finish, GenerationOptions, Message, ToolSpec
+from engine.backends.base import (
+    Backend,
+    BackendError,
+    Finish,
+    GenerationOptions,
+    Message,
+    Notice,
+    ToolSpec,
+)
 
 _TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 
@@ -97,7 +105,7 @@ class ScriptedBackend(Backend):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: GenerationOptions,
-    ) -> AsyncGenerator[str | Finish, None]:
+    ) -> AsyncGenerator[str | Notice | Finish, None]:
         if self._cursor >= len(self._turns):
             yield Finish("stop")
             return

@@ -15,13 +15,13 @@ import threading
 from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from engine.backends.base import Finish
+from engine.backends.base import Finish, Notice
 
 logger = logging.getLogger(__name__)
 
 _DONE = object()
 
-Generate = Callable[[threading.Event], Iterator[str | Finish]]
+Generate = Callable[[threading.Event], Iterator[str | Notice | Finish]]
 """A blocking generator of deltas; it must check the event once per token and stop when set."""
 
 
@@ -32,7 +32,7 @@ def model_executor(name: str) -> ThreadPoolExecutor:
 
 async def stream_in_thread(
     generate: Generate, executor: Executor
-) -> AsyncGenerator[str | Finish, None]:
+) -> AsyncGenerator[str | Notice | Finish, None]:
     """Run ``generate`` in ``executor`` and yield its deltas on the event loop."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
@@ -61,7 +61,7 @@ async def stream_in_thread(
                 break
             if isinstance(item, BaseException):
                 raise item
-            assert isinstance(item, str | Finish)
+            assert isinstance(item, str | Notice | Finish)
             yield item
     finally:
         stop.set()

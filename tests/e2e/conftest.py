@@ -123,7 +123,9 @@ async def start_server(tmp_path: Path) -> AsyncIterator[StartServer]:
         answer: Answer = answer_allow,
         workspace: Path | None = None,
         extra_env: dict[str, str] | None = None,
+        server_args: list[str] | None = None,
     ) -> Peer:
+        """``server_args`` replace the scripted backend's (e.g. ``["--backend", "llama_cpp"]``)."""
         ws = workspace or tmp_path / "ws"
         ws.mkdir(exist_ok=True)
         script = tmp_path / f"script{len(peers)}.json"
@@ -159,16 +161,8 @@ async def start_server(tmp_path: Path) -> AsyncIterator[StartServer]:
                 raise
 
         env = {**os.environ, **(extra_env or {})}
-        await client.start_io(
-            sys.executable,
-            "-m",
-            "server",
-            "--backend",
-            "scripted",
-            "--script",
-            str(script),
-            env=env,
-        )
+        args = server_args or ["--backend", "scripted", "--script", str(script)]
+        await client.start_io(sys.executable, "-m", "server", *args, env=env)
         peer.init_result = await client.initialize_session(
             lsp.InitializeParams(
                 capabilities=capabilities,

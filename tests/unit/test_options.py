@@ -18,8 +18,10 @@ def test_no_options_give_the_safe_defaults() -> None:
     assert options.bypass_permissions is False
     assert options.confirm_timeout_seconds == 300.0
     assert options.tool_timeout_seconds == 120.0
-    assert options.backend == "scripted"
+    assert options.backend == "llama_cpp"  # the embedded model, nothing to download
     assert options.model is None
+    assert options.sandbox_network is False
+    assert options.sandbox_min_level == "standard"
     assert options.script is None
 
 

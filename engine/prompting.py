@@ -1,0 +1,88 @@
+"""What a local model is shown: a system prompt describing the tools with examples in the Hermes
+``<tool_call>`` format, and the conversation as chat-template messages.
+
+Small models need help: a plain description of each tool, the exact call format, and a few
+worked examples. Tool results go back as ``<tool_response>`` blocks in a user turn, which every
+chat template can render (many small models were never trained on a ``tool`` role).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from engine.backends.base import Message, ToolSpec
+
+BASE_PROMPT = (
+    "You are Gatehouse, a careful coding assistant working in the user's project folder. "
+    "Answer briefly and precisely."
+)
+
+_CALL_FORMAT = """You can call tools. To call one, write exactly this and then stop:
+<tool_call>
+{"name": "<tool name>", "arguments": {<the arguments as JSON>}}
+</tool_call>
+The result comes back in the next message, inside <tool_response>. Call a tool only when you need
+its result; otherwise answer directly. A person approves each command before it runs."""
+
+_EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "list_files": ("Which files are in this project?", {}),
+    "terminal": ("How many lines are in each Python file?", {"command": "wc -l *.py"}),
+    "python": ("What is 2 to the power of 100?", {"code": "print(2 ** 100)"}),
+    "read_file": ("Show me the README.", {"path": "README.md"}),
+    "search_files": ("Where is the function greet defined?", {"pattern": "def greet"}),
+}
+
+
+_AFTER_RESULTS = (
+    "Use this result to answer my question in plain words, or call another tool if you must."
+)
+
+
+def _signature(spec: ToolSpec) -> str:
+    props = spec.parameters.get("properties", {})
+    required = set(spec.parameters.get("required", []))
+    args = ", ".join(
+        f'"{name}": {schema.get("type", "any")}{"" if name in required else " (optional)"}'
+        for name, schema in props.items()
+    )
+    return f"- {spec.name}: {spec.description} Arguments: {{{args}}}"
+
+
+def tool_call_markup(name: str, arguments: dict[str, Any]) -> str:
+    call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return f"<tool_call>\n{call}\n</tool_call>"
+
+
+def system_prompt(tools: Sequence[ToolSpec]) -> str:
+    if not tools:
+        return BASE_PROMPT
+    lines = [BASE_PROMPT, "", _CALL_FORMAT, "", "Tools:"]
+    lines += [_signature(spec) for spec in tools]
+    examples = [(n, _EXAMPLES[n]) for n in (t.name for t in tools) if n in _EXAMPLES][:3]
+    if examples:
+        lines += ["", "Examples:"]
+        for name, (question, arguments) in examples:
+            lines += [f"User: {question}", f"Assistant: {tool_call_markup(name, arguments)}", ""]
+    return "\n".join(lines).rstrip()
+
+
+def chat_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, str]]:
+    """The conversation as chat-template messages, with the system prompt first."""
+    rendered = [{"role": "system", "content": system_prompt(tools)}]
+    for message in messages:
+        if message.role == "system":
+            continue  # the system prompt is ours
+        if message.role == "tool":
+            body = f"<tool_response>\n{message.name}: {message.content.rstrip()}\n</tool_response>"
+            previous = rendered[-1]
+            if previous["role"] == "user" and previous["content"].startswith("<tool_response>"):
+                # Several results of one turn go into one message, before the closing line.
+                head, _, _ = previous["content"].rpartition("\n\n")
+                previous["content"] = f"{head}\n{body}\n\n{_AFTER_RESULTS}"
+            else:
+                rendered.append({"role": "user", "content": f"{body}\n\n{_AFTER_RESULTS}"})
+            continue
+        rendered.append({"role": message.role, "content": message.content})
+    return rendered

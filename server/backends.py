@@ -1,0 +1,115 @@
+"""One loaded model, shared by every session; created, loaded and switched on demand.
+
+The service calls :meth:`BackendManager.ensure` only after every check that can reject a request
+has passed, so a bad request never evicts a loaded model. Loading reports progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.backends.base import Backend, BackendError
+from engine.backends.scripted import ScriptedBackend, ScriptedTurn
+from engine.models import resolve_model
+from server.errors import InvalidParams, InvalidRequest
+from server.options import ServerOptions
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+def create_backend(options: ServerOptions, model: str | None) -> Backend:
+    """A backend for ``model`` (None: the configured one). Cheap: nothing is loaded yet."""
+    model = model or options.model
+    if options.backend == "scripted":
+        if options.script is None:
+            return ScriptedBackend(list[ScriptedTurn](), model="(no script)")
+        return ScriptedBackend.from_file(options.script)
+    if options.backend == "openai":
+        from engine.backends.openai import OpenAIBackend  # noqa: PLC0415 - optional backend
+
+        if not options.openai_base_url:
+            raise BackendError("The openai backend needs openai.baseUrl (e.g. http://host:8000/v1)")
+        api_key = os.environ.get(options.openai_api_key_env) if options.openai_api_key_env else None
+        return OpenAIBackend(
+            base_url=options.openai_base_url,
+            model=model or options.openai_model or "default",
+            api_key=api_key,
+        )
+    entry = resolve_model(model)
+    if options.backend == "transformers":
+        from engine.backends.hf import TransformersBackend  # noqa: PLC0415 - heavy, optional
+
+        return TransformersBackend(str(entry.path), threads=options.threads, model_name=entry.name)
+    if entry.kind != "gguf":
+        raise BackendError(f"The llama_cpp backend needs a .gguf file; {entry.path} is a folder")
+    from engine.backends.llama import LlamaCppBackend  # noqa: PLC0415
+
+    return LlamaCppBackend(
+        Path(entry.path),
+        model_name=entry.name,
+        threads=options.threads,
+        context=options.context_size,
+        tool_grammar=options.tool_grammar,
+    )
+
+
+class BackendManager:
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.current: Backend | None = None
+        self._requested: str | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def model_name(self) -> str | None:
+        return self.current.model if self.current else self.options.model
+
+    def check_switch(self, model: str | None, busy_elsewhere: bool) -> None:
+        """Raise if switching to ``model`` cannot be served now (before anything is touched):
+        an unknown or unreadable model, or another session still generating."""
+        if model is None or model == self._requested:
+            return
+        if self.options.backend in ("llama_cpp", "transformers"):
+            try:
+                resolve_model(model)
+            except BackendError as exc:
+                raise InvalidParams(
+                    f"Invalid params: model: {exc}", {"fields": ["model"]}
+                ) from None
+        if self.current is not None and busy_elsewhere:
+            raise InvalidRequest(
+                f"Another session is using {self.current.model}; wait for it (or cancel it) "
+                f"before switching to {model}.",
+                {"param": "model", "reason": "busy"},
+            )
+
+    async def ensure(self, model: str | None, progress: Progress) -> Backend:
+        """The backend for ``model`` (None: keep the current one), loaded."""
+        async with self._lock:
+            wanted = model if model is not None else self._requested
+            if self.current is None or (model is not None and model != self._requested):
+                try:
+                    backend = create_backend(self.options, wanted)
+                except BackendError as exc:
+                    raise InvalidParams(str(exc), {"fields": ["model"]}) from None
+                old, self.current, self._requested = self.current, backend, wanted
+                if old is not None:
+                    logger.info("switching model: %s -> %s", old.model, backend.model)
+                    await old.close()
+            backend = self.current
+        try:
+            await backend.load(progress)
+        except BackendError as exc:
+            raise InvalidRequest(str(exc), {"param": "model"}) from None
+        return backend
+
+    async def close(self) -> None:
+        if self.current is not None:
+            await self.current.close()
+            self.current = None
