@@ -4,26 +4,47 @@ A model's output arrives in deltas of any size, which may split a tag anywhere. 
 them, in order, into :class:`TextPiece` (content or reasoning, streamed live), :class:`ArgsPreview`
 (the raw inner text of a call while the model writes it) and :class:`ParsedToolCall` events.
 
-Recognised in this version:
+Call markup recognised (each family's reader is in :mod:`engine.toolcall_formats`):
 
-* ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Hermes/Qwen), any number per turn;
-  an unclosed block is parsed when the next ``<tool_call>`` opens or at the end of the turn.
-* Bare JSON as the whole turn: one ``{"name": ..., "arguments": {...}}`` object or a list of them.
-  A turn whose first non-whitespace content is ``{`` or ``[`` is held back until it is either
-  known not to be a single JSON value (then it streams as ordinary text) or the turn ends.
-* ``<think>...</think>`` streamed as reasoning.
+* Hermes/Qwen ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, and Qwen3-coder XML
+  ``<function=NAME><parameter=KEY>value</parameter></function>`` inside it or on its own;
+* Llama 3.x ``<|python_tag|>{"name": ..., "parameters": {...}}`` (``;`` between calls), up to
+  ``<|eom_id|>``/``<|eot_id|>``; Mistral ``[TOOL_CALLS][{...}, ...]`` and
+  ``[TOOL_CALLS]name[ARGS]{...}``, ending where the JSON ends;
+* FunctionGemma ``<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>``;
+  DeepSeek V3/V3.1 "tool calls begin" / "tool call begin" ... "tool call end" tokens;
+* a fence at a line start: ```` ```tool_code ```` (Gemma, Python calls) and ```` ```tool_call ````
+  are calls; ```` ```json ```` or a bare ```` ``` ```` is held back and is a call only if it holds
+  nothing but call-shaped JSON, else content byte for byte. Ordinary code blocks are tracked so
+  their closing fence is never taken for an opening one;
+* a whole turn of bare call-shaped JSON (object or list) or a Python list of calls (Llama 3.2).
 
-Tag families are rows of :data:`_BLOCKS`; a new family whose inner text is not Hermes-style JSON
-adds a row and an inner parser.
+``<think>...</think>`` streams as reasoning; with tools disabled nothing else is special. An
+unclosed call is parsed when the next block of its kind opens or at the end of the turn.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from engine.toolcall_formats import (
+    FENCE_BLOCKS,
+    TAG_BLOCKS,
+    Block,
+    EndFinder,
+    FenceAction,
+    Found,
+    JsonScan,
+    backtick_run,
+    bare_calls,
+    earliest,
+    failed,
+    find_fence,
+    is_json,
+    partial_start,
+    split_json_calls,
+)
 
 __all__ = ["ArgsPreview", "ParseEvent", "ParsedToolCall", "TextPiece", "ToolCallParser"]
 
@@ -59,59 +80,32 @@ class ParsedToolCall:
 ParseEvent = TextPiece | ArgsPreview | ParsedToolCall
 
 
-@dataclass(frozen=True)
-class _Block:
-    """A tagged block: its opening and closing tag, and what its inner text is."""
-
-    open: str
-    close: str
-    kind: Literal["reasoning", "call"]
-
-
-_BLOCKS: tuple[_Block, ...] = (
-    _Block("<think>", "</think>", "reasoning"),
-    _Block("<tool_call>", "</tool_call>", "call"),
-)
-
-_ERROR_PREFIX = "Could not parse tool call: "
-_CALL_KEYS = frozenset({"name", "arguments", "parameters"})
-_NAME_RE = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_JSON_TYPES: dict[type, str] = {
-    dict: "object",
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
-
-_Mode = Literal["text", "bare"] | _Block
+_Mode = Literal["text", "bare", "fence"] | Block
 
 
 class ToolCallParser:
     """Parses one model turn. Call :meth:`feed` per delta, then :meth:`finish` once."""
 
     def __init__(self, *, tools_enabled: bool = True) -> None:
-        self._blocks = tuple(b for b in _BLOCKS if tools_enabled or b.kind != "call")
-        self._opens = {b.open: b for b in self._blocks}
-        self._call_opens = tuple(b.open for b in self._blocks if b.kind == "call")
+        self._tools = tools_enabled
+        self._opens = {b.open: b for b in TAG_BLOCKS if tools_enabled or b.kind == "reasoning"}
         self._mode: _Mode = "text"
+        self._parent: _Mode = "text"  # where the call being written returns to
         self._buf = ""  # received but not yet consumed
         self._out: list[ParseEvent] = []
         self._done = False
         # Bare JSON is possible while no non-whitespace content and no call has been seen.
         self._bare_possible = tools_enabled
+        self._line_start = True  # the consumed text ends at a line start (maybe indented)
+        self._code_fence = 0  # backticks opening the ordinary code block we are in; 0: none
         self._next_index = 0
         # The call being written (mode is a call block).
-        self._call_index = 0
-        self._call_inner = ""
-        # Incremental JSON shape scan of the held text (mode "bare").
-        self._scan_pos = 0
-        self._depth = 0
-        self._in_str = False
-        self._escape = False
-        self._closed = False
+        self._call_index, self._call_open, self._call_inner = 0, "", ""
+        self._finder: EndFinder | None = None
+        self._group_raw, self._group_calls = "", 0  # a group of calls (mode "calls")
+        # Held text that may be JSON calls (mode "bare" or "fence").
+        self._scan = JsonScan()
+        self._fence_open = ""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -134,170 +128,254 @@ class ToolCallParser:
     # -- the state machine --------------------------------------------------------------------
 
     def _process(self) -> None:
-        while True:
-            mode = self._mode
-            if mode == "bare":
-                if self._scan_bare():
-                    return
-                self._mode = "text"  # cannot be a single JSON value: stream it as text
+        while self._step():
+            pass
+
+    def _step(self) -> bool:
+        """Make one move; False when more text is needed."""
+        mode = self._mode
+        if mode == "text":
+            return self._text_step()
+        if mode == "bare":
+            if self._scan.scan(self._buf) != "bad":
+                return False
+            self._mode = "text"  # cannot be a single JSON value: stream it as text
+            self._bare_possible = False
+            return True
+        if mode == "fence":
+            return self._fence_step()
+        assert isinstance(mode, Block)
+        if mode.kind == "reasoning":
+            text, tag = self._cut(mode.close)
+            self._push(TextPiece("reasoning", text))
+            if tag is not None:
+                self._mode, self._line_start = "text", True
+            return tag is not None
+        if mode.kind == "calls":
+            return self._group_step(mode)
+        return self._call_step(mode)
+
+    def _text_step(self) -> bool:
+        if self._bare_possible:
+            rest = self._buf.lstrip()
+            if not rest:
+                return False  # only whitespace so far: it may surround a bare JSON call
+            if rest[0] in "{[":
+                self._mode, self._scan = "bare", JsonScan()
+                return True
+        buf = self._buf
+        at, tag = earliest(buf, self._opens)
+        fence = None
+        if self._tools:
+            fence = find_fence(buf, at, line_start=self._line_start, code_fence=self._code_fence)
+        if fence is not None:
+            return self._fence_event(buf, *fence)
+        if tag is None:
+            keep = partial_start(buf, self._opens)
+            self._content(buf[:keep])
+            self._buf = buf[keep:]
+            return False
+        self._content(buf[:at])
+        self._buf = buf[at + len(tag) :]
+        block = self._opens[tag]
+        if block.kind == "call":
+            self._start_call(block, tag, "text")
+        else:
+            self._mode = block
+            if block.kind == "calls":
                 self._bare_possible = False
-            elif mode == "text":
-                if self._bare_possible:
-                    rest = self._buf.lstrip()
-                    if not rest:
-                        return  # only whitespace so far: it may surround a bare JSON call
-                    if rest[0] in "{[":
-                        self._mode = "bare"
-                        self._scan_pos = 0
-                        continue
-                text, tag = self._cut(tuple(self._opens))
-                self._push(TextPiece("content", text))
-                if text.strip():
-                    self._bare_possible = False
-                if tag is None:
-                    return
-                block = self._opens[tag]
-                if block.kind == "call":
-                    self._start_call()
-                self._mode = block
-            elif mode.kind == "reasoning":
-                text, tag = self._cut((mode.close,))
-                self._push(TextPiece("reasoning", text))
-                if tag is None:
-                    return
-                self._mode = "text"
+                self._group_raw, self._group_calls = tag, 0
+        return True
+
+    def _fence_event(self, buf: str, pos: int, action: FenceAction, length: int, lang: str) -> bool:
+        self._content(buf[:pos])
+        if action == "hold":
+            self._buf = buf[pos:]
+            return False
+        opener, self._buf = buf[pos : pos + length], buf[pos + length :]
+        if action == "call":
+            block = FENCE_BLOCKS.get(lang)
+            if block is not None:
+                self._start_call(block, opener, "text")
             else:
-                text, tag = self._cut((mode.close, *self._call_opens))
-                self._preview(text)
-                if tag is None:
-                    return
-                self._end_call(mode, closed=tag == mode.close)
-                if tag == mode.close:
-                    self._mode = "text"
-                else:  # a new call opened before this one was closed
-                    self._mode = self._opens[tag]
-                    self._start_call()
+                self._mode, self._scan, self._fence_open = "fence", JsonScan(fenced=True), opener
+                self._bare_possible = False
+            return True
+        self._code_fence = length if action == "open" else 0
+        self._content(opener)
+        return True
+
+    def _fence_step(self) -> bool:
+        """A ```` ```json ```` fence is held until it is known to be calls or not."""
+        status = self._scan.scan(self._buf)
+        if status == "more":
+            return False
+        if status == "bad":
+            self._bail_fence()
+            return True
+        buf, pos = self._buf, self._scan.pos
+        end = pos + backtick_run(buf, pos)
+        if end == len(buf):
+            return False  # the closing run may grow
+        self._fence_close(buf[:pos], buf[pos:end], buf[end:])
+        return True
+
+    def _fence_close(self, body: str, closer: str, rest: str) -> None:
+        found = split_json_calls(body)
+        if found is None and not is_json(body):
+            self._bail_fence()
+            return
+        raw = self._fence_open + body + closer
+        self._mode, self._buf = "text", rest
+        if found is None:
+            self._content(raw)  # JSON, but not a call: an ordinary code block
+        else:
+            self._emit(found, raw)
+            self._line_start = False
+
+    def _bail_fence(self) -> None:
+        """The held fence is an ordinary code block: its opening line is content and the text
+        after it is read again, as text inside that block."""
+        self._mode = "text"
+        self._code_fence = backtick_run(self._fence_open)
+        self._content(self._fence_open)
+
+    def _group_step(self, group: Block) -> bool:
+        text, tag = self._cut((*group.close, *(b.open for b in group.inner)))
+        self._group_raw += text + (tag or "")  # text between calls is markup, not content
+        if tag is None:
+            return False
+        if tag in group.close:
+            if not self._group_calls:
+                reason = f"no {group.inner[0].open} inside {group.open}"
+                self._emit([failed(reason)], self._group_raw)
+            self._mode, self._line_start = "text", True
+        else:
+            self._group_calls += 1
+            self._start_call(next(b for b in group.inner if b.open == tag), tag, group)
+        return True
+
+    def _call_step(self, block: Block) -> bool:
+        if self._finder is not None:
+            body, end = self._finder.feed(self._buf)
+            self._buf = ""
+            self._preview(body)
+            if end is None:
+                return False
+            closer, self._buf = end
+            self._end_call(closer)
+            return True
+        text, tag = self._cut((*block.close, *block.ends))
+        self._preview(text)
+        if tag is None:
+            return False
+        if tag in block.close:
+            self._end_call(tag)
+        else:  # the next block opened before this one was closed: it is the parent's to read
+            self._buf = tag + self._buf
+            self._end_call("")
+        return True
 
     def _flush(self) -> None:
         mode = self._mode
         if mode == "bare":
             self._finish_bare()
+        elif mode == "fence":
+            self._finish_fence()
         elif mode == "text":
-            self._push(TextPiece("content", self._buf))
+            self._content(self._buf)
         elif mode.kind == "reasoning":
             self._push(TextPiece("reasoning", self._buf))
+        elif mode.kind == "calls":
+            if not self._group_calls:
+                raw = self._group_raw + self._buf
+                self._emit([failed(f"no {mode.inner[0].open} inside {mode.open}")], raw)
         else:
-            self._preview(self._buf)
-            self._end_call(mode, closed=False)
+            body, closer = self._finder.flush() if self._finder else (self._buf, "")
+            self._preview(body)
+            self._end_call(closer)
         self._buf = ""
 
-    def _cut(self, tags: Sequence[str]) -> tuple[str, str | None]:
-        """Consume the buffer up to and including the earliest of ``tags``.
-
-        Returns the text before it and the tag. With no tag in the buffer, consumes all but the
-        longest suffix that could still be the start of one, and returns ``(text, None)``.
-        """
-        buf = self._buf
-        found: tuple[int, str] | None = None
-        for tag in tags:
-            i = buf.find(tag)
-            if i != -1 and (found is None or i < found[0]):
-                found = (i, tag)
-        if found is not None:
-            i, tag = found
-            self._buf = buf[i + len(tag) :]
-            return buf[:i], tag
-        longest = max(len(t) for t in tags)
-        keep = len(buf)
-        for start in range(max(0, len(buf) - longest + 1), len(buf)):
-            if any(t.startswith(buf[start:]) for t in tags):
-                keep = start
-                break
-        self._buf = buf[keep:]
-        return buf[:keep], None
-
-    def _scan_bare(self) -> bool:
-        """Advance the JSON shape scan of held text; False once it cannot be one JSON value."""
-        buf = self._buf
-        for ch in buf[self._scan_pos :]:
-            if self._closed:
-                if not ch.isspace():
-                    return False
-            elif self._in_str:
-                if self._escape:
-                    self._escape = False
-                elif ch == "\\":
-                    self._escape = True
-                elif ch == '"':
-                    self._in_str = False
-            elif ch == '"':
-                self._in_str = True
-            elif ch in "{[":
-                self._depth += 1
-            elif ch in "}]":
-                self._depth -= 1
-                self._closed = self._depth == 0
-            elif ch == "<":  # never valid outside a JSON string; likely a tag
-                return False
-        self._scan_pos = len(buf)
-        return True
-
     def _finish_bare(self) -> None:
-        text = self._buf.strip()
-        objects = _split_json_calls(text)
-        if objects is not None:
-            for raw, obj in objects:
-                self._emit_call(raw, obj)
-            return
-        try:
-            json.loads(text)
-        except json.JSONDecodeError:
-            # Not JSON at all: read it as ordinary text (tags included), then flush.
+        found = bare_calls(self._buf)
+        if found is not None:
+            self._emit(found, None)
+        elif is_json(self._buf):
+            self._content(self._buf)
+        else:  # not JSON at all: read it as ordinary text (tags included), then flush
             self._mode = "text"
             self._bare_possible = False
             self._process()
             self._flush()
+
+    def _finish_fence(self) -> None:
+        buf = self._buf
+        if self._scan.scan(buf) == "fence":
+            self._fence_close(buf[: self._scan.pos], buf[self._scan.pos :], "")
+        elif split_json_calls(buf) is not None or is_json(buf):
+            self._fence_close(buf, "", "")  # the closing fence never came
         else:
-            self._push(TextPiece("content", self._buf))
+            self._bail_fence()
+        self._process()
+        self._flush()
+
+    def _cut(self, tags: tuple[str, ...]) -> tuple[str, str | None]:
+        """Consume the buffer through the earliest of ``tags``: ``(text before, tag)``. With no
+        tag, consume all but a suffix that could still begin one: ``(text, None)``."""
+        buf = self._buf
+        at, tag = earliest(buf, tags)
+        if tag is None:
+            at = partial_start(buf, tags)
+        self._buf = buf[at + len(tag) if tag is not None else at :]
+        return buf[:at], tag
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _start_call(self) -> None:
+    def _start_call(self, block: Block, opener: str, parent: _Mode) -> None:
         self._bare_possible = False
+        self._mode, self._parent = block, parent
         self._call_index = self._next_index
         self._next_index += 1
-        self._call_inner = ""
+        self._call_open, self._call_inner = opener, ""
+        self._finder = block.finder() if block.finder is not None else None
 
     def _preview(self, text: str) -> None:
         self._call_inner += text
         if text:
             self._push(ArgsPreview(self._call_index, text))
 
-    def _end_call(self, block: _Block, *, closed: bool) -> None:
-        inner = self._call_inner
-        raw = block.open + inner + (block.close if closed else "")
-        start = inner.find("{")
-        if start == -1:
-            reason = f"no JSON object found in {block.open}...{block.close}"
-            self._push(ParsedToolCall(self._call_index, "", {}, raw, _ERROR_PREFIX + reason))
-            return
-        try:
-            obj, _ = json.JSONDecoder().raw_decode(inner, start)
-        except json.JSONDecodeError as exc:
-            match = _NAME_RE.search(inner)
-            name = _unescape(match.group(1)) if match else ""
-            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-            self._push(ParsedToolCall(self._call_index, name, {}, raw, _ERROR_PREFIX + reason))
-            return
-        name, arguments, error = _read_call(obj)
-        self._push(ParsedToolCall(self._call_index, name, arguments, raw, error))
+    def _end_call(self, closer: str) -> None:
+        block = self._mode
+        assert isinstance(block, Block) and block.parse is not None
+        raw = self._call_open + self._call_inner + closer
+        self._emit(block.parse(self._call_inner), raw, self._call_index)
+        self._mode, self._finder = self._parent, None
+        self._line_start = not closer.startswith("`")
 
-    def _emit_call(self, raw: str, obj: dict[str, Any]) -> None:
-        name, arguments, error = _read_call(obj)
-        self._push(ParsedToolCall(self._next_index, name, arguments, raw, error))
-        self._next_index += 1
+    def _emit(self, found: list[Found], raw: str | None, first_index: int | None = None) -> None:
+        """Push calls. ``raw`` is the markup they came from (``None``: each call's own text); a
+        call's own text is used whenever one block held several."""
+        for call in found:
+            if first_index is not None:
+                index, first_index = first_index, None
+            else:
+                index = self._next_index
+                self._next_index += 1
+            own = call.raw is not None and (raw is None or len(found) > 1)
+            call_raw = (call.raw if own else raw) or ""
+            self._push(ParsedToolCall(index, call.name, call.arguments, call_raw, call.error))
 
     # -- output -------------------------------------------------------------------------------
+
+    def _content(self, text: str) -> None:
+        if not text:
+            return
+        self._push(TextPiece("content", text))
+        if text.strip():
+            self._bare_possible = False
+        newline = text.rfind("\n")
+        indent_only = not text[newline + 1 :].strip(" \t")
+        self._line_start = (newline != -1 or self._line_start) and indent_only
 
     def _push(self, event: ParseEvent) -> None:
         """Queue an event, dropping empty deltas and merging with an adjacent delta of its kind."""
@@ -320,87 +398,3 @@ class ToolCallParser:
     def _take(self) -> list[ParseEvent]:
         out, self._out = self._out, []
         return out
-
-
-def _read_call(obj: dict[str, Any]) -> tuple[str, dict[str, Any], str | None]:
-    """``(name, arguments, error)`` from a decoded ``{"name": ..., "arguments": ...}`` object."""
-    name = obj.get("name")
-    if not isinstance(name, str):
-        shape = 'expected {"name": "<tool name>", "arguments": {...}}'
-        if name is None:
-            return "", {}, f'{_ERROR_PREFIX}missing "name" ({shape})'
-        return "", {}, f'{_ERROR_PREFIX}"name" must be a string, got {_json_type(name)} ({shape})'
-    arguments = obj["arguments"] if "arguments" in obj else obj.get("parameters")
-    if arguments is None:
-        return name, {}, None
-    if isinstance(arguments, str):
-        if not arguments.strip():
-            return name, {}, None
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-            return name, {}, f'{_ERROR_PREFIX}"arguments" is a string that is not JSON: {reason}'
-    if not isinstance(arguments, dict):
-        kind = _json_type(arguments)
-        return name, {}, f'{_ERROR_PREFIX}"arguments" must be a JSON object, got {kind}'
-    return name, arguments, None
-
-
-def _split_json_calls(text: str) -> list[tuple[str, dict[str, Any]]] | None:
-    """The calls in a whole-turn bare JSON ``text`` as ``(raw, object)`` pairs, or ``None``.
-
-    ``text`` must be exactly one object shaped like a call (keys among name/arguments/parameters,
-    with "name" and an arguments key), or a non-empty list of only such objects.
-    """
-    decoder = json.JSONDecoder()
-    pieces: list[tuple[str, Any]] = []
-    try:
-        if text.startswith("{"):
-            obj, end = decoder.raw_decode(text)
-            if end != len(text):
-                return None
-            pieces.append((text, obj))
-        elif text.startswith("["):
-            pos = _skip_ws(text, 1)
-            while pos < len(text) and text[pos] != "]":
-                obj, end = decoder.raw_decode(text, pos)
-                pieces.append((text[pos:end], obj))
-                pos = _skip_ws(text, end)
-                if pos < len(text) and text[pos] == ",":
-                    pos = _skip_ws(text, pos + 1)
-                elif pos < len(text) and text[pos] != "]":
-                    return None
-            if pos != len(text) - 1:
-                return None
-    except json.JSONDecodeError:
-        return None
-    calls: list[tuple[str, dict[str, Any]]] = []
-    for raw, obj in pieces:
-        if not (
-            isinstance(obj, dict)
-            and "name" in obj
-            and ("arguments" in obj or "parameters" in obj)
-            and obj.keys() <= _CALL_KEYS
-        ):
-            return None
-        calls.append((raw, obj))
-    return calls or None
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
-
-
-def _json_type(value: object) -> str:
-    return _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def _unescape(json_string_body: str) -> str:
-    try:
-        value = json.loads(f'"{json_string_body}"')
-    except json.JSONDecodeError:
-        return json_string_body
-    return value if isinstance(value, str) else json_string_body

@@ -70,10 +70,16 @@ class BackendManager:
     def model_name(self) -> str | None:
         return self.current.model if self.current else self.options.model
 
+    def is_current(self, model: str | None) -> bool:
+        """True when ``model`` names what is (or would be) loaded anyway."""
+        if model is None or model == self._requested:
+            return True
+        return self.current is not None and model == self.current.model
+
     def check_switch(self, model: str | None, busy_elsewhere: bool) -> None:
         """Raise if switching to ``model`` cannot be served now (before anything is touched):
         an unknown or unreadable model, or another session still generating."""
-        if model is None or model == self._requested:
+        if self.is_current(model):
             return
         if self.options.backend in ("llama_cpp", "transformers"):
             try:
@@ -93,7 +99,7 @@ class BackendManager:
         """The backend for ``model`` (None: keep the current one), loaded."""
         async with self._lock:
             wanted = model if model is not None else self._requested
-            if self.current is None or (model is not None and model != self._requested):
+            if self.current is None or not self.is_current(model):
                 try:
                     backend = create_backend(self.options, wanted)
                 except BackendError as exc:

@@ -182,7 +182,7 @@ class AgentService:
 
     async def _load(self, model: str | None, stream: TurnStream) -> Any:
         """The model, loaded (progress as status events and, where supported, $/progress)."""
-        if self.models.current is not None and (model is None or model == self.models.model_name):
+        if self.models.current is not None and self.models.is_current(model):
             return await self.models.ensure(model, lambda _text: None)
         bar = WorkDone(self.channel, self.client.work_done_progress, "Gatehouse: loading model")
         await bar.begin("Loading model…")
