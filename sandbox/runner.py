@@ -9,18 +9,17 @@ Isolation tiers plug in at :func:`prepare_launch` (request -> final argv, env an
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import logging
 import os
 import signal
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.info import SandboxInfo
+from sandbox.output import CommandOutput, human_size, notice
 from sandbox.tiers import Launch, Sandbox, unsandboxed
 
 __all__ = ["ExecRequest", "ExecResult", "execute", "prepare_launch"]
@@ -30,17 +29,6 @@ log = logging.getLogger(__name__)
 _READ_CHUNK = 64 * 1024
 _EXIT_GRACE_SECONDS = 0.2  # after the group is killed, before hunting holders of the output pipe
 _DRAIN_SECONDS = 2.0  # after a kill, before the rest of the output is abandoned
-
-
-def _notice(message: str) -> str:
-    return f"[gatehouse] {message}"
-
-
-def _size(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.4g} {unit}"
-    return f"{n} bytes"
 
 
 @dataclass(frozen=True)
@@ -122,7 +110,7 @@ async def execute(
 
     def not_started(message: str) -> ExecResult:
         log.info("Command did not start: %s", message)
-        text = _notice(message)
+        text = notice(message)
         on_output(text)
         return ExecResult(None, text, False, False, time.monotonic() - started, info)
 
@@ -178,15 +166,15 @@ async def _run(
         await proc.wait()
         os.close(read_fd)
         return not_started("Could not put the command in its cgroup; it was not run.")
-    output = _Output(on_output, request)
+    output = CommandOutput(on_output, request)
     timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request, stdin_data)
     output.finish()
     if limit_exceeded:
-        output.add_notice(
-            f"Killed: the output passed {_size(request.kill_output_limit)} (the output limit)."
+        output.addnotice(
+            f"Killed: the output passed {human_size(request.kill_output_limit)} (the output limit)."
         )
     if timed_out:
-        output.add_notice(f"Killed after {request.timeout_seconds:g} s (toolTimeoutSeconds).")
+        output.addnotice(f"Killed after {request.timeout_seconds:g} s (toolTimeoutSeconds).")
     duration = time.monotonic() - started
     log.debug("pid %d finished: exit %s in %.2f s", proc.pid, proc.returncode, duration)
     return ExecResult(
@@ -199,115 +187,10 @@ async def _run(
     )
 
 
-class _Output:
-    """Decodes the output, streams it up to a byte cap, keeps the model's head and tail."""
-
-    def __init__(self, on_output: Callable[[str], None], request: ExecRequest) -> None:
-        self._on_output = on_output
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._stream_limit = self._stream_room = request.stream_output_limit
-        self._kill_room = request.kill_output_limit
-        self._streaming = True
-        self._stream_ends_line = True
-        self._head_room = request.model_output_limit // 2
-        self._tail_cap = request.model_output_limit - self._head_room
-        self._head: list[str] = []
-        self._tail: deque[str] = deque()
-        self._tail_len = self._cut_chars = self._cut_lines = 0
-        self._notices: list[str] = []
-
-    def feed(self, data: bytes) -> bool:
-        """Take a chunk; False when it passed the kill limit (the excess is dropped)."""
-        within = len(data) <= self._kill_room
-        data = data[: self._kill_room]
-        self._kill_room -= len(data)
-        if self._streaming and len(data) > self._stream_room:
-            shown = self._decoder.decode(data[: self._stream_room])
-            self._emit(shown)
-            self._keep(shown)
-            self._streaming = False
-            self._emit_line(
-                _notice(
-                    f"Live output stops here: it passed {_size(self._stream_limit)}. "
-                    "The result will show the beginning and the end."
-                )
-            )
-            data = data[self._stream_room :]
-        text = self._decoder.decode(data)
-        if self._streaming:
-            self._stream_room -= len(data)
-            self._emit(text)
-        self._keep(text)
-        return within
-
-    def finish(self) -> None:
-        """Flush a trailing incomplete character (as U+FFFD)."""
-        text = self._decoder.decode(b"", final=True)
-        if self._streaming:
-            self._emit(text)
-        self._keep(text)
-
-    def add_notice(self, message: str) -> None:
-        """A line appended to the model's output and streamed live."""
-        line = _notice(message)
-        self._notices.append(line)
-        self._emit_line(line)
-
-    def model_text(self) -> str:
-        """Exactly what the model receives."""
-        text = head = "".join(self._head)
-        if self._cut_chars:
-            text += "" if not text or text.endswith("\n") else "\n"
-            text += _notice(
-                f"Output truncated: {self._cut_chars:,} characters ({self._cut_lines:,} lines) "
-                f"were cut here; the first {len(head):,} and the last {self._tail_len:,} "
-                "characters are shown.\n"
-            )
-        text += "".join(self._tail)
-        if self._notices:
-            text += "" if not text or text.endswith("\n") else "\n"
-            text += "\n".join(self._notices)
-        return text
-
-    def _keep(self, text: str) -> None:
-        if self._head_room:
-            self._head.append(text[: self._head_room])
-            text = text[self._head_room :]
-            self._head_room -= len(self._head[-1])
-        if not text:
-            return
-        self._tail.append(text)
-        self._tail_len += len(text)
-        while self._tail_len > self._tail_cap:
-            excess = self._tail_len - self._tail_cap
-            first = self._tail[0]
-            dropped = first[:excess]
-            if len(first) <= excess:
-                self._tail.popleft()
-            else:
-                self._tail[0] = first[excess:]
-            self._tail_len -= len(dropped)
-            self._cut_chars += len(dropped)
-            self._cut_lines += dropped.count("\n")
-
-    def _emit(self, text: str) -> None:
-        if not text:
-            return
-        try:
-            self._on_output(text)
-        except Exception:
-            log.exception("on_output failed; live output stops")
-            self._streaming = False
-        self._stream_ends_line = text.endswith("\n")
-
-    def _emit_line(self, line: str) -> None:
-        self._emit(("" if self._stream_ends_line else "\n") + line + "\n")
-
-
 async def _supervise(
     proc: asyncio.subprocess.Process,
     read_fd: int,
-    output: _Output,
+    output: CommandOutput,
     request: ExecRequest,
     stdin_data: bytes,
 ) -> tuple[bool, bool]:
@@ -368,7 +251,7 @@ async def _supervise(
             pipe.close()
 
 
-async def _pump(stream: asyncio.StreamReader, output: _Output) -> bool:
+async def _pump(stream: asyncio.StreamReader, output: CommandOutput) -> bool:
     """Read until end of output (True) or until the kill limit is passed (False)."""
     while data := await stream.read(_READ_CHUNK):
         if not output.feed(data):
