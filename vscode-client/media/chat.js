@@ -1,0 +1,269 @@
+// The Gatehouse chat webview. Plain JS, no framework. Model and tool text only ever goes into
+// text nodes (textContent / createTextNode), never into innerHTML.
+// The DOM is a contract for the end-to-end tests: see README.md, "Chat view DOM".
+(function () {
+  'use strict';
+
+  // eslint-disable-next-line no-undef
+  const vscode = acquireVsCodeApi();
+  const $ = (selector) => document.querySelector(selector);
+  const transcript = $('#transcript');
+  const prompt = $('#prompt');
+  const send = $('#send');
+  const stop = $('#stop');
+  const statusLine = $('#status-line');
+  const errorBox = $('#error');
+
+  /** The current turn's `.message.assistant`, and its parts. */
+  let turn = null;
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function atBottom() {
+    return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  }
+
+  function keepScrolled(fn) {
+    const stick = atBottom();
+    fn();
+    if (stick) transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  function findById(selector, attribute, id) {
+    for (const node of document.querySelectorAll(selector)) {
+      if (node.getAttribute(attribute) === id) return node;
+    }
+    return null;
+  }
+
+  function toolCard(id) {
+    return findById('.tool-card', 'data-tool-call-id', id);
+  }
+
+  function ensureTurn() {
+    if (turn === null) beginTurn();
+    return turn;
+  }
+
+  function beginTurn() {
+    const message = el('div', 'message assistant');
+    const content = el('div', 'content');
+    const tools = el('div', 'tools');
+    message.append(content, tools);
+    transcript.append(message);
+    turn = { message, content, tools, reasoning: null, previews: new Map() };
+  }
+
+  function appendReasoning(text) {
+    const t = ensureTurn();
+    if (t.reasoning === null) {
+      const details = el('details', 'reasoning');
+      details.append(el('summary', null, 'Reasoning'), el('div', 'reasoning-text'));
+      t.message.insertBefore(details, t.content);
+      t.reasoning = details;
+    }
+    t.reasoning.querySelector('.reasoning-text').append(document.createTextNode(text));
+  }
+
+  function previewToolArgs(index, text) {
+    const t = ensureTurn();
+    let pre = t.previews.get(index);
+    if (!pre) {
+      pre = el('pre', 'tool-preview');
+      pre.title = 'The model is writing a tool call; nothing runs yet';
+      t.tools.append(pre);
+      t.previews.set(index, pre);
+    }
+    pre.append(document.createTextNode(text));
+  }
+
+  function dropOldestPreview(t) {
+    const first = t.previews.keys().next();
+    if (!first.done) {
+      t.previews.get(first.value).remove();
+      t.previews.delete(first.value);
+    }
+  }
+
+  function setToolStatus(card, text, final) {
+    if (card.dataset.final === 'true') return;
+    const status = card.querySelector('.tool-status');
+    status.textContent = text;
+    status.dataset.status = text.replace(/\s+/g, '_');
+    if (final) card.dataset.final = 'true';
+  }
+
+  function startTool(tool) {
+    const t = ensureTurn();
+    dropOldestPreview(t);
+    const card = el('div', 'tool-card');
+    card.setAttribute('data-tool-call-id', tool.id);
+    const header = el('div', 'tool-header');
+    header.append(el('span', 'tool-name', tool.name), el('span', 'tool-status'));
+    card.append(header, el('pre', 'tool-args', tool.args), el('pre', 'tool-output'));
+    t.tools.append(card);
+    setToolStatus(card, tool.awaitingConfirmation ? 'awaiting approval' : 'running', false);
+  }
+
+  function appendToolOutput(id, text) {
+    const card = toolCard(id);
+    if (!card) return;
+    setToolStatus(card, 'running', false);
+    card.querySelector('pre.tool-output').append(document.createTextNode(text));
+  }
+
+  function endTool(end) {
+    const card = toolCard(end.id);
+    if (!card) return;
+    const output = card.querySelector('pre.tool-output');
+    if (output.textContent === '' && end.result) output.textContent = end.result;
+    const meta = [];
+    if (end.exitCode !== null && end.exitCode !== undefined) meta.push('exit code ' + end.exitCode);
+    if (end.isolation) meta.push('ran under ' + end.isolation);
+    if (meta.length) card.append(el('div', 'tool-meta', meta.join(' · ')));
+    setToolStatus(card, end.status, true);
+  }
+
+  function row(dl, label, className, value) {
+    dl.append(el('dt', null, label), el('dd', className, value));
+  }
+
+  function showApproval(view) {
+    const card = el('div', 'approval-card');
+    card.setAttribute('data-approval-id', view.approvalId);
+    card.setAttribute('role', 'group');
+    card.setAttribute('aria-label', 'Approval request for ' + view.tool);
+    if (view.weakIsolation) card.classList.add('weak');
+
+    const title = el('div', 'approval-title');
+    title.append(document.createTextNode('Allow '), el('span', 'approval-tool', view.tool), document.createTextNode(' to run?'));
+    const lines = view.code.split('\n').length;
+    const label = el('div', 'approval-label', view.codeLabel + ' (' + lines + (lines === 1 ? ' line' : ' lines') + ', shown in full)');
+    const code = el('pre', 'approval-code', view.code);
+    code.tabIndex = 0;
+    const dl = el('dl', 'approval-facts');
+    row(dl, 'Working folder', 'approval-folder', view.folder);
+    row(dl, 'Why you are asked', 'approval-reason', view.reason);
+    row(dl, 'Isolation', 'approval-isolation', view.isolation);
+    const message = el('textarea', 'approval-message');
+    message.rows = 2;
+    message.placeholder = 'Optional message to the model (sent with Deny)';
+    message.setAttribute('aria-label', 'Message to the model');
+    const buttons = el('div', 'approval-buttons');
+    const once = el('button', 'approve-once', 'Allow once');
+    const session = el('button', 'approve-session', 'Allow for this session');
+    const deny = el('button', 'deny', 'Deny');
+    for (const b of [once, session, deny]) b.type = 'button';
+    buttons.append(once, session, deny);
+    card.append(title, label, code, dl, message, buttons);
+
+    const answer = (decision) => {
+      for (const b of [once, session, deny]) b.disabled = true;
+      vscode.postMessage({ type: 'approve', approvalId: view.approvalId, decision, message: message.value });
+    };
+    once.addEventListener('click', () => answer('allow'));
+    session.addEventListener('click', () => answer('allow_session'));
+    deny.addEventListener('click', () => answer('deny'));
+
+    const tool = toolCard(view.toolCallId);
+    keepScrolled(() => {
+      if (tool) tool.insertBefore(card, tool.querySelector('pre.tool-output'));
+      else ensureTurn().tools.append(card);
+    });
+    card.scrollIntoView({ block: 'nearest' });
+  }
+
+  const OUTCOME_NOTES = {
+    allow: 'Allowed',
+    allow_session: 'Allowed for this session',
+    deny: 'Denied',
+    withdrawn: 'Approval withdrawn',
+  };
+
+  function closeApproval(approvalId, outcome) {
+    const card = findById('.approval-card', 'data-approval-id', approvalId);
+    if (!card) return;
+    const note = el('div', 'approval-note', OUTCOME_NOTES[outcome] || outcome);
+    note.setAttribute('data-approval-id', approvalId);
+    card.replaceWith(note);
+    const tool = note.closest('.tool-card');
+    if (!tool) return;
+    if (outcome === 'allow' || outcome === 'allow_session') setToolStatus(tool, 'running', false);
+    else if (outcome === 'withdrawn') setToolStatus(tool, 'withdrawn', false);
+  }
+
+  function setRunning(running) {
+    stop.disabled = !running;
+    send.disabled = running;
+    document.body.classList.toggle('running', running);
+  }
+
+  function endTurn(note) {
+    if (turn !== null) {
+      for (const pre of turn.previews.values()) pre.remove();
+      if (note) turn.message.append(el('div', 'turn-note', note));
+    }
+    turn = null;
+  }
+
+  function showError(text) {
+    errorBox.textContent = text || '';
+    errorBox.hidden = !text;
+  }
+
+  function clear() {
+    transcript.replaceChildren();
+    turn = null;
+    showError('');
+    statusLine.textContent = '';
+  }
+
+  const handlers = {
+    setRunning: (m) => setRunning(m.running),
+    user: (m) => transcript.append(el('div', 'message user', m.text)),
+    beginTurn: () => beginTurn(),
+    content: (m) => ensureTurn().content.append(document.createTextNode(m.text)),
+    reasoning: (m) => appendReasoning(m.text),
+    toolArgs: (m) => previewToolArgs(m.index, m.text),
+    toolStart: (m) => startTool(m.tool),
+    toolOutput: (m) => appendToolOutput(m.id, m.text),
+    toolEnd: (m) => endTool(m.end),
+    status: (m) => (statusLine.textContent = m.text),
+    error: (m) => showError(m.text),
+    endTurn: (m) => endTurn(m.note),
+    approval: (m) => showApproval(m.view),
+    closeApproval: (m) => closeApproval(m.approvalId, m.outcome),
+    clear: () => clear(),
+  };
+
+  window.addEventListener('message', (event) => {
+    const message = event.data;
+    const handler = message && Object.prototype.hasOwnProperty.call(handlers, message.type) ? handlers[message.type] : null;
+    if (handler) keepScrolled(() => handler(message));
+  });
+
+  function submit() {
+    if (send.disabled) return;
+    const text = prompt.value;
+    if (text.trim() === '') return;
+    prompt.value = '';
+    vscode.postMessage({ type: 'send', prompt: text });
+  }
+
+  send.addEventListener('click', submit);
+  prompt.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  stop.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
+  $('#new-session').addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
+
+  vscode.postMessage({ type: 'ready' });
+})();

@@ -1,0 +1,254 @@
+/**
+ * The chat view: a WebviewView in Gatehouse's own side-bar container. Implements `ChatUi` and
+ * `ApprovalUi` by posting messages to media/chat.js. The host keeps the transcript's messages,
+ * so a view that is closed and opened again (or opened after a prompt arrived) shows everything.
+ */
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
+import { modalText } from './approvals';
+import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
+import type { Decision } from './protocol';
+
+export const VIEW_ID = 'gatehouse.chat';
+
+/** Host -> webview. */
+type ToView =
+  | { type: 'setRunning'; running: boolean }
+  | { type: 'user'; text: string }
+  | { type: 'beginTurn' }
+  | { type: 'content'; text: string }
+  | { type: 'reasoning'; text: string }
+  | { type: 'toolArgs'; index: number; text: string }
+  | { type: 'toolStart'; tool: ToolStartView }
+  | { type: 'toolOutput'; id: string; text: string }
+  | { type: 'toolEnd'; end: ToolEndView }
+  | { type: 'status'; text: string }
+  | { type: 'error'; text: string }
+  | { type: 'endTurn'; note: string }
+  | { type: 'approval'; view: ApprovalView }
+  | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome }
+  | { type: 'clear' };
+
+/** Webview -> host. */
+type FromView =
+  | { type: 'ready' }
+  | { type: 'send'; prompt: string }
+  | { type: 'stop' }
+  | { type: 'newSession' }
+  | { type: 'approve'; approvalId: string; decision: Decision; message?: string };
+
+export interface ChatActions {
+  send(prompt: string): void;
+  stop(): void;
+  newSession(): void;
+}
+
+const DECISIONS: readonly string[] = ['allow', 'allow_session', 'deny'];
+// Deny first: VS Code makes the first button the focused default, so a stray Enter denies.
+const MODAL_BUTTONS: ReadonlyArray<[string, Decision]> = [
+  ['Deny', 'deny'],
+  ['Allow', 'allow'],
+  ['Allow for Session', 'allow_session'],
+];
+
+export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
+  private view: vscode.WebviewView | undefined;
+  private ready = false;
+  /** Every message since the last `clear`, replayed into a new webview. */
+  private history: ToView[] = [];
+  private readonly pending = new Map<string, (answer: ApprovalAnswer) => void>();
+  private readonly visibility = new vscode.EventEmitter<boolean>();
+  private actions: ChatActions | undefined;
+
+  constructor(private readonly extensionUri: vscode.Uri) {}
+
+  setActions(actions: ChatActions): void {
+    this.actions = actions;
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    this.ready = false;
+    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = this.html(view.webview, media);
+    view.webview.onDidReceiveMessage((message: FromView) => this.receive(message));
+    view.onDidChangeVisibility(() => this.visibility.fire(view.visible));
+    view.onDidDispose(() => {
+      if (this.view === view) {
+        this.view = undefined;
+        this.ready = false;
+        this.visibility.fire(false);
+      }
+    });
+  }
+
+  // --- ApprovalUi ---------------------------------------------------------------------------------
+
+  isVisible(): boolean {
+    return this.view?.visible === true;
+  }
+
+  onDidChangeVisibility(listener: (visible: boolean) => void): Disposable {
+    return this.visibility.event(listener);
+  }
+
+  showCard(view: ApprovalView): Promise<ApprovalAnswer> {
+    return new Promise((resolve) => {
+      this.pending.set(view.approvalId, resolve);
+      this.post({ type: 'approval', view });
+    });
+  }
+
+  closeCard(approvalId: string, outcome: ApprovalOutcome): void {
+    this.pending.delete(approvalId);
+    this.post({ type: 'closeApproval', approvalId, outcome });
+  }
+
+  async showModal(view: ApprovalView): Promise<Decision | undefined> {
+    const { message, detail } = modalText(view);
+    const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...MODAL_BUTTONS.map(([label]) => label));
+    return MODAL_BUTTONS.find(([label]) => label === choice)?.[1];
+  }
+
+  // --- ChatUi -------------------------------------------------------------------------------------
+
+  setRunning(running: boolean): void {
+    void vscode.commands.executeCommand('setContext', 'gatehouse.running', running);
+    this.post({ type: 'setRunning', running });
+  }
+  addUserMessage(text: string): void {
+    this.post({ type: 'user', text });
+  }
+  beginTurn(): void {
+    this.post({ type: 'beginTurn' });
+  }
+  appendContent(text: string): void {
+    this.post({ type: 'content', text });
+  }
+  appendReasoning(text: string): void {
+    this.post({ type: 'reasoning', text });
+  }
+  previewToolArgs(index: number, text: string): void {
+    this.post({ type: 'toolArgs', index, text });
+  }
+  startTool(tool: ToolStartView): void {
+    this.post({ type: 'toolStart', tool });
+  }
+  appendToolOutput(id: string, text: string): void {
+    this.post({ type: 'toolOutput', id, text });
+  }
+  endTool(end: ToolEndView): void {
+    this.post({ type: 'toolEnd', end });
+  }
+  setStatus(text: string): void {
+    this.post({ type: 'status', text });
+  }
+  showError(text: string): void {
+    this.post({ type: 'error', text });
+  }
+  endTurn(note: string): void {
+    this.post({ type: 'endTurn', note });
+  }
+  clear(): void {
+    // Cards of the old session stay answerable until the server withdraws them.
+    this.history = this.history.filter((m) => m.type === 'approval' && this.pending.has(m.view.approvalId));
+    this.history.unshift({ type: 'clear' });
+    if (this.ready) void this.view?.webview.postMessage({ type: 'clear' });
+  }
+
+  dispose(): void {
+    this.visibility.dispose();
+    this.pending.clear();
+  }
+
+  // --- plumbing -----------------------------------------------------------------------------------
+
+  private post(message: ToView): void {
+    this.remember(message);
+    if (this.ready) void this.view?.webview.postMessage(message);
+  }
+
+  /** Appends to the history, merging consecutive text deltas so replay stays cheap. */
+  private remember(message: ToView): void {
+    const last = this.history[this.history.length - 1];
+    if (last !== undefined && last.type === message.type) {
+      if ((last.type === 'content' || last.type === 'reasoning') && 'text' in message) {
+        last.text += message.text;
+        return;
+      }
+      if (last.type === 'toolOutput' && message.type === 'toolOutput' && last.id === message.id) {
+        last.text += message.text;
+        return;
+      }
+      if (last.type === 'status' || last.type === 'error' || last.type === 'setRunning') {
+        this.history[this.history.length - 1] = message;
+        return;
+      }
+    }
+    this.history.push({ ...message });
+  }
+
+  private receive(message: FromView): void {
+    if (typeof message !== 'object' || message === null) return;
+    switch (message.type) {
+      case 'ready':
+        this.ready = true;
+        for (const m of this.history) void this.view?.webview.postMessage(m);
+        break;
+      case 'send':
+        if (typeof message.prompt === 'string') this.actions?.send(message.prompt);
+        break;
+      case 'stop':
+        this.actions?.stop();
+        break;
+      case 'newSession':
+        this.actions?.newSession();
+        break;
+      case 'approve': {
+        const resolve = this.pending.get(message.approvalId);
+        if (resolve === undefined || !DECISIONS.includes(message.decision)) return;
+        this.pending.delete(message.approvalId);
+        resolve({ decision: message.decision, message: typeof message.message === 'string' ? message.message : undefined });
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  private html(webview: vscode.Webview, media: vscode.Uri): string {
+    const nonce = randomBytes(16).toString('base64');
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.js'));
+    const style = webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.css'));
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `font-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource}`,
+      `script-src 'nonce-${nonce}'`,
+    ].join('; ');
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${style.toString()}">
+<title>Gatehouse</title>
+</head>
+<body>
+<div id="toolbar"><button id="new-session" type="button" title="Start a new conversation">New Session</button></div>
+<div id="transcript" role="log" aria-live="polite"></div>
+<div id="status-line" aria-live="polite"></div>
+<div id="error" role="alert" hidden></div>
+<div id="composer">
+<textarea id="prompt" rows="3" placeholder="Ask Gatehouse… (Ctrl+Enter to send)" aria-label="Prompt"></textarea>
+<div id="actions"><button id="stop" type="button" disabled>Stop</button><button id="send" type="button">Send</button></div>
+</div>
+<script nonce="${nonce}" src="${script.toString()}"></script>
+</body>
+</html>`;
+  }
+}

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { askApproval, describeApproval, modalText, toResult } from '../../src/approvals';
+import type { ToolConfirmParams } from '../../src/protocol';
+import { FakeApprovalUi, FakeToken, tick } from './fakes';
+
+const params = (extra: Partial<ToolConfirmParams> = {}): ToolConfirmParams => ({
+  sessionId: 's_1',
+  turnId: 's_1:1',
+  toolCallId: 'call_1',
+  approvalId: 'A1',
+  name: 'terminal',
+  arguments: { command: 'rm -rf build' },
+  reason: 'code_execution',
+  sandbox: { level: 'strong', network: false },
+  ...extra,
+});
+
+test('the card shows everything needed to decide', () => {
+  const view = describeApproval(params(), '/ws');
+  assert.equal(view.tool, 'terminal');
+  assert.equal(view.code, 'rm -rf build');
+  assert.equal(view.codeLabel, 'Command');
+  assert.equal(view.folder, '/ws');
+  assert.match(view.reason, /runs code/);
+  assert.equal(view.isolation, 'strong · network off');
+  assert.equal(view.weakIsolation, false);
+  const all = describeApproval(params({ name: 'read_file', arguments: { path: 'x' }, reason: 'all_tools', sandbox: { level: 'standard', network: true } }), '/ws');
+  assert.match(all.reason, /Every tool call/);
+  assert.equal(all.isolation, 'standard · network on');
+  assert.equal(all.weakIsolation, true);
+  assert.equal(all.code, '{\n  "path": "x"\n}');
+});
+
+test('long python code is never shortened on the card', () => {
+  const code = 'print(1)\n'.repeat(5000);
+  const view = describeApproval(params({ name: 'python', arguments: { code } }), '/ws');
+  assert.equal(view.code, code);
+  assert.equal(view.codeLabel, 'Python code');
+});
+
+test('the modal says when it cannot show all the code, and where to read it', () => {
+  const short = modalText(describeApproval(params(), '/ws'));
+  assert.match(short.detail, /rm -rf build/);
+  assert.match(short.detail, /Working folder: \/ws/);
+  assert.match(short.detail, /Isolation: strong · network off/);
+  const long = modalText(describeApproval(params({ name: 'python', arguments: { code: 'x'.repeat(10_000) } }), '/ws'));
+  assert.match(long.detail, /6000 more characters are not shown here/);
+  assert.match(long.detail, /chat view/);
+});
+
+test('visible view: the card answer is the decision, and the card closes', async () => {
+  const ui = new FakeApprovalUi(true);
+  const pending = askApproval(params(), new FakeToken(), ui, '/ws');
+  ui.card('A1').answer.resolve({ decision: 'allow' });
+  assert.deepEqual(await pending, { decision: 'allow' });
+  assert.deepEqual(ui.closed, [['A1', 'allow']]);
+  assert.equal(ui.modals.length, 0);
+});
+
+test('allow_session maps through; a message is sent only with deny', async () => {
+  const ui = new FakeApprovalUi(true);
+  const session = askApproval(params(), new FakeToken(), ui, '/ws');
+  ui.card('A1').answer.resolve({ decision: 'allow_session', message: 'ignored' });
+  assert.deepEqual(await session, { decision: 'allow_session' });
+  const deny = askApproval(params({ approvalId: 'A2' }), new FakeToken(), ui, '/ws');
+  ui.card('A2').answer.resolve({ decision: 'deny', message: '  use git clean instead ' });
+  assert.deepEqual(await deny, { decision: 'deny', message: 'use git clean instead' });
+  const bare = askApproval(params({ approvalId: 'A3' }), new FakeToken(), ui, '/ws');
+  ui.card('A3').answer.resolve({ decision: 'deny', message: '   ' });
+  assert.deepEqual(await bare, { decision: 'deny' });
+});
+
+test('hidden view: a modal asks too, and its answer wins and closes the card', async () => {
+  const ui = new FakeApprovalUi(false);
+  const pending = askApproval(params(), new FakeToken(), ui, '/ws');
+  assert.equal(ui.modals.length, 1);
+  assert.ok(ui.cards.has('A1'), 'the card waits in the view as well');
+  ui.modals[0]!.answer.resolve('allow_session');
+  assert.deepEqual(await pending, { decision: 'allow_session' });
+  assert.deepEqual(ui.closed, [['A1', 'allow_session']]);
+});
+
+test('a dismissed modal is a denial', async () => {
+  const ui = new FakeApprovalUi(false);
+  const pending = askApproval(params(), new FakeToken(), ui, '/ws');
+  ui.modals[0]!.answer.resolve(undefined);
+  assert.deepEqual(await pending, { decision: 'deny' });
+});
+
+test('the view hidden while the card waits: a modal asks, once', async () => {
+  const ui = new FakeApprovalUi(true);
+  const pending = askApproval(params(), new FakeToken(), ui, '/ws');
+  assert.equal(ui.modals.length, 0);
+  ui.setVisible(false);
+  ui.setVisible(true);
+  ui.setVisible(false);
+  assert.equal(ui.modals.length, 1);
+  ui.card('A1').answer.resolve({ decision: 'deny' });
+  assert.deepEqual(await pending, { decision: 'deny' });
+  ui.modals[0]!.answer.resolve('allow');
+  await tick();
+  assert.deepEqual(ui.closed, [['A1', 'deny']], 'the late modal answer changes nothing');
+});
+
+test('withdrawal closes the card at once and yields no decision', async () => {
+  const ui = new FakeApprovalUi(true);
+  const token = new FakeToken();
+  const pending = askApproval(params(), token, ui, '/ws');
+  token.cancel();
+  assert.deepEqual(ui.closed, [['A1', 'withdrawn']], 'closed synchronously');
+  assert.equal(await pending, undefined);
+  assert.equal(ui.cards.has('A1'), false);
+});
+
+test('withdrawal while the modal is open: the late modal answer is ignored', async () => {
+  const ui = new FakeApprovalUi(false);
+  const token = new FakeToken();
+  const pending = askApproval(params(), token, ui, '/ws');
+  token.cancel();
+  assert.equal(await pending, undefined);
+  ui.modals[0]!.answer.resolve('allow');
+  await tick();
+  assert.deepEqual(ui.closed, [['A1', 'withdrawn']]);
+});
+
+test('already withdrawn: nothing is shown', async () => {
+  const ui = new FakeApprovalUi(true);
+  const token = new FakeToken();
+  token.cancel();
+  assert.equal(await askApproval(params(), token, ui, '/ws'), undefined);
+  assert.equal(ui.cards.size, 0);
+});
+
+test('fail closed: a UI that throws, rejects, or answers nonsense means deny', async () => {
+  const throwing = new FakeApprovalUi(true);
+  throwing.failCard = true;
+  assert.deepEqual(await askApproval(params(), new FakeToken(), throwing, '/ws'), { decision: 'deny' });
+
+  const rejecting = new FakeApprovalUi(false);
+  const pending = askApproval(params(), new FakeToken(), rejecting, '/ws');
+  rejecting.modals[0]!.answer.reject(new Error('dialog failed'));
+  assert.deepEqual(await pending, { decision: 'deny' });
+
+  const nonsense = new FakeApprovalUi(true);
+  const odd = askApproval(params(), new FakeToken(), nonsense, '/ws');
+  nonsense.card('A1').answer.resolve({ decision: 'yes please' as never });
+  assert.deepEqual(await odd, { decision: 'deny' });
+
+  const logs: string[] = [];
+  const malformed = await askApproval({ ...params(), approvalId: undefined as never }, new FakeToken(), new FakeApprovalUi(true), '/ws', (m) => logs.push(m));
+  assert.deepEqual(malformed, { decision: 'deny' });
+  assert.equal(logs.length, 1);
+});
+
+test('toResult', () => {
+  assert.deepEqual(toResult({ decision: 'allow', message: 'x' }), { decision: 'allow' });
+  assert.deepEqual(toResult(undefined), { decision: 'deny' });
+  assert.deepEqual(toResult(null), { decision: 'deny' });
+});

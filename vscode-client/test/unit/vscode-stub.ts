@@ -1,0 +1,2 @@
+// Stands in for the `vscode` module in unit-test bundles: the code under test never touches it.
+export {};
