@@ -9,10 +9,10 @@ chat template can render (many small models were never trained on a ``tool`` rol
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.backends.base import Message, ToolSpec
+from engine.backends.base import Message, Notice, ToolSpec
 
 BASE_PROMPT = (
     "You are Gatehouse, a careful coding assistant working in the user's project folder. "
@@ -86,3 +86,32 @@ def chat_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> lis
             continue
         rendered.append({"role": message.role, "content": message.content})
     return rendered
+
+
+def fit_to_context(
+    chat: Sequence[dict[str, str]], fits: Callable[[list[dict[str, str]]], bool]
+) -> tuple[list[dict[str, str]], int]:
+    """Leave out the oldest messages until ``fits`` says the chat fits the context window: never
+    the system prompt, never the user's latest prompt and what follows it (the current turn,
+    including its tool results). Returns the chat and how many messages were left out."""
+    kept = list(chat)
+    dropped = 0
+    while not fits(kept):
+        prompts = [
+            i
+            for i, m in enumerate(kept)
+            if m["role"] == "user" and not m["content"].startswith("<tool_response>")
+        ]
+        current = prompts[-1] if prompts else len(kept) - 1
+        if current <= 1:
+            break  # only the system prompt and the current turn are left
+        del kept[1]
+        dropped += 1
+    return kept, dropped
+
+
+def context_notice(context: int | None, dropped: int) -> Notice:
+    return Notice(
+        f"The conversation outgrew the model's context ({context} tokens): "
+        f"the {dropped} oldest message(s) were left out."
+    )

@@ -29,7 +29,7 @@ from engine.backends.base import (
     ToolSpec,
 )
 from engine.backends.threaded import model_executor, stream_in_thread
-from engine.prompting import chat_messages
+from engine.prompting import chat_messages, context_notice, fit_to_context
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -166,24 +166,19 @@ class TransformersBackend(Backend):
         return tokenizer(prompt, add_special_tokens=False, return_tensors="pt")
 
     def _fit(self, chat: list[dict[str, str]], max_tokens: int) -> tuple[Any, int]:
-        """Encode the chat, leaving out the oldest turns (never the system prompt, never the
-        user's latest prompt and what follows it) until the answer fits the context too.
-        Returns the encoding and how many messages were left out."""
+        """Encode the chat, leaving out the oldest turns until the answer fits the context too
+        (see :func:`engine.prompting.fit_to_context`). Returns the encoding and how many
+        messages were left out."""
         context = self._context_size()
-        dropped = 0
-        while True:
-            encoded = self._encode(chat)
-            if context is None or int(encoded["input_ids"].shape[1]) + max_tokens <= context:
-                return encoded, dropped
-            prompts = [
-                i
-                for i, m in enumerate(chat)
-                if m["role"] == "user" and not m["content"].startswith("<tool_response>")
-            ]
-            if (prompts[-1] if prompts else len(chat) - 1) <= 1:
-                return encoded, dropped
-            del chat[1]
-            dropped += 1
+        encodings: list[Any] = []
+
+        def fits(candidate: list[dict[str, str]]) -> bool:
+            encodings.append(self._encode(candidate))
+            size = int(encodings[-1]["input_ids"].shape[1])
+            return context is None or size + max_tokens <= context
+
+        _kept, dropped = fit_to_context(chat, fits)
+        return encodings[-1], dropped
 
     def _generate(
         self, chat: list[dict[str, str]], options: GenerationOptions, stop: threading.Event
@@ -200,10 +195,7 @@ class TransformersBackend(Backend):
         prompt_tokens = int(encoded["input_ids"].shape[1])
         context = self._context_size()
         if dropped:
-            yield Notice(
-                f"The conversation outgrew the model's context ({context} tokens): "
-                f"the {dropped} oldest message(s) were left out."
-            )
+            yield context_notice(context, dropped)
         if context is not None:
             if prompt_tokens >= context:
                 raise BackendError(

@@ -31,7 +31,7 @@ from engine.backends.base import (
     ToolSpec,
 )
 from engine.backends.threaded import model_executor, stream_in_thread
-from engine.prompting import chat_messages
+from engine.prompting import chat_messages, context_notice, fit_to_context
 
 logger = logging.getLogger(__name__)
 
@@ -126,23 +126,16 @@ class LlamaCppBackend(Backend):
 
     # --- generation ------------------------------------------------------------------------
 
-    def _fit(
-        self, llm: Any, chat: list[dict[str, str]], max_tokens: int
-    ) -> tuple[list[dict[str, str]], int]:
-        """Drop the oldest turns (never the system prompt, never the current turn) until the
-        prompt and the answer fit the context window. Returns the messages and how many went."""
+    def _fits(self, llm: Any, max_tokens: int) -> Callable[[list[dict[str, str]]], bool]:
         budget = self._context - max_tokens
-        current = max(i for i, m in enumerate(chat) if m["role"] == "user" and i > 0)
-        dropped = 0
-        while True:
+
+        def fits(chat: list[dict[str, str]]) -> bool:
             text = "".join(m["role"] + m["content"] for m in chat)
-            if len(llm.tokenize(text.encode("utf-8"), add_bos=False)) + 16 * len(chat) <= budget:
-                return chat, dropped
-            if current <= 1:
-                return chat, dropped  # only the system prompt and the current turn are left
-            del chat[1]
-            current -= 1
-            dropped += 1
+            # ~16 tokens of template markup per message on top of the text itself.
+            tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False)) + 16 * len(chat)
+            return tokens <= budget
+
+        return fits
 
     def _generate(
         self,
@@ -154,12 +147,9 @@ class LlamaCppBackend(Backend):
     ) -> Callable[[threading.Event], Iterator[str | Notice | Finish]]:
         def run(stop: threading.Event) -> Iterator[str | Notice | Finish]:
             max_tokens = options.max_tokens or DEFAULT_MAX_TOKENS
-            messages, dropped = self._fit(llm, chat, max_tokens)
+            messages, dropped = fit_to_context(chat, self._fits(llm, max_tokens))
             if dropped:
-                yield Notice(
-                    f"The conversation outgrew the model's context ({self._context} tokens): "
-                    f"the {dropped} oldest message(s) were left out."
-                )
+                yield context_notice(self._context, dropped)
             kwargs: dict[str, Any] = {
                 "messages": messages,
                 "stream": True,

@@ -9,7 +9,7 @@ import pytest
 from engine.backends.base import BackendError, Message, ToolSpec
 from engine.backends.scripted import ScriptedBackend
 from engine.models import EMBEDDED_NAME, embedded_model, list_models, resolve_model
-from engine.prompting import chat_messages, system_prompt
+from engine.prompting import chat_messages, fit_to_context, system_prompt
 from engine.tools import BUILTIN_TOOLS
 from server.backends import BackendManager
 from server.errors import InvalidParams, InvalidRequest
@@ -88,3 +88,20 @@ def test_tool_results_go_back_as_one_user_turn_per_model_turn() -> None:
     assert results.count("<tool_response>") == 2
     assert "9 greet.py" in results and "11 stats.py" in results
     assert results.rstrip().endswith("if you must.")
+
+
+def test_context_trimming_keeps_the_system_prompt_and_the_whole_current_turn() -> None:
+    chat = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "current question"},
+        {"role": "assistant", "content": "<tool_call>...</tool_call>"},
+        {"role": "user", "content": "<tool_response>\nterminal: result\n</tool_response>"},
+    ]
+    kept, dropped = fit_to_context(chat, lambda c: len(c) <= 4)
+    assert dropped == 2
+    assert [m["content"] for m in kept][0] == "sys"
+    assert [m["content"] for m in kept][1] == "current question"  # never the current prompt
+    never, dropped = fit_to_context(chat, lambda c: False)
+    assert dropped == 2 and never[1]["content"] == "current question"
