@@ -101,7 +101,7 @@ def test_context_trimming_keeps_the_system_prompt_and_the_whole_current_turn() -
     ]
     kept, dropped = fit_to_context(chat, lambda c: len(c) <= 4)
     assert dropped == 2
-    assert [m["content"] for m in kept][0] == "sys"
-    assert [m["content"] for m in kept][1] == "current question"  # never the current prompt
+    assert kept[0]["content"] == "sys"
+    assert kept[1]["content"] == "current question"  # never the current prompt
     never, dropped = fit_to_context(chat, lambda c: False)
     assert dropped == 2 and never[1]["content"] == "current question"
