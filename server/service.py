@@ -17,7 +17,7 @@ from engine import __version__
 from engine.backends.base import GenerationOptions
 from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
-from engine.loop import AgentLoop, TurnControl, TurnRequest
+from engine.loop import AgentLoop, TurnControl, TurnRequest, TurnResult
 from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
 from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import ApprovalAsker, ClientChannel
@@ -217,9 +217,9 @@ class AgentService:
         # Every check that can reject the request runs before any model is loaded or run.
         request = self._turn_request(params)
         self._check_gate_is_wired(request)
+        others = [s for s in self.sessions.all() if s.session_id != params.session_id]
+        self.models.check_switch(params.model, any(s.busy for s in others))
         session = self._session_for(params)
-        others_busy = any(s.busy for s in self.sessions.all() if s is not session)
-        self.models.check_switch(params.model, others_busy)
         request = replace(request, scratch_dir=self._scratch_for(session))
 
         turn_id = session.next_turn_id()
@@ -238,7 +238,14 @@ class AgentService:
             workspace=str(self.workspace),
         )
         try:
-            backend = await self._load(params.model, stream)
+            try:
+                backend = await self._load(params.model, stream)
+            except asyncio.CancelledError:
+                if not control.cancel_requested:
+                    raise  # $/cancelRequest for the chat itself: -32800
+                task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
+                result = TurnResult("cancelled", "", [])
+                return self._result(session, turn_id, result)
             loop = AgentLoop(backend, BUILTIN_TOOLS, self.workspace)
             result = await loop.run(
                 session.conversation,
@@ -250,6 +257,10 @@ class AgentService:
         finally:
             stream.flush()
             session.active, session.active_turn_id = None, None
+        return self._result(session, turn_id, result)
+
+    @staticmethod
+    def _result(session: Session, turn_id: str, result: TurnResult) -> dict[str, Any]:
         return ChatResult(
             session_id=session.session_id,
             turn_id=turn_id,
