@@ -10,13 +10,17 @@ string), tools disabled. In one run, interleaved round-robin (the order rotates 
   ``server.rpc_client.RpcClient``; one ``agent/chat`` (``enableTools: false``) per run;
 - (c) **llama.cpp server**: ``python -m llama_cpp.server`` (llama-cpp-python's OpenAI-compatible
   server), ``/v1/chat/completions`` streamed over SSE with httpx;
-- (d) **gatehouse cancel**: a 400-token ``agent/chat``; after 20 ``content`` notifications the
-  client sends ``agent/cancel`` and times it until the chat's response (``stopReason: cancelled``).
+- (d) **gatehouse cancel**: a 400-token ``agent/chat``; after 20 ``content`` notifications (plus
+  a delay spread evenly over 0-20 ms across the runs, so that the cancel lands at every phase of a
+  token's decode) the client sends ``agent/cancel`` and times it until the chat's response
+  (``stopReason: cancelled``).
 
 tokens/s = the in-process run's token count (streamed chunks with content) / the time from the
 request to the end of the stream, for (b) and (c) only when their text equals (a)'s exactly
 (otherwise their own text is re-tokenized and the mismatch reported). TTFT = request sent to the
-first content delta. Ratios are taken between medians.
+first content delta. Ratios are taken between medians. CPU per token (user + system time of the
+generating process, all its threads, summed over the runs / tokens) does not depend on how much
+of a core each contender got on a busy machine, so it is reported beside the wall-clock ratios.
 
     .venv/bin/python benchmarks/model_streaming.py [--quick] [--json PATH]
 """
@@ -52,7 +56,12 @@ PROMPT = (
 SEED = 7
 MAX_TOKENS = 200
 CANCEL_MAX_TOKENS = 400
+WARM_UP_TOKENS = 16  # enough to load the model and evaluate (and cache) the prompt
 CANCEL_AFTER = 20  # content notifications before agent/cancel
+# ... plus a delay, spread evenly over this span across the runs: a content notification reaches
+# the client at a fixed phase of the token clock (the 10 ms coalescing window after a token), so
+# cancelling right on it would always land at the same point of the next token's decode.
+CANCEL_SPREAD = 0.020
 THREADS = 1
 CONTEXT = 4096
 # What engine.backends.llama passes besides the request's options.
@@ -75,11 +84,13 @@ class Sample:
     deltas: int  # chunks / notifications / SSE events with content
     text: str
     finish: str | None = None
+    cpu: float = float("nan")  # CPU seconds of the generating process (all its threads)
 
 
 @dataclass
 class CancelSample:
     latency: float  # agent/cancel sent -> agent/chat response
+    delay: float  # after the CANCEL_AFTER-th content notification
     notifications_before: int
     notifications_after: int
     chars_after: int
@@ -99,15 +110,18 @@ def load_model(path: Path) -> Llama:
     )
 
 
-def in_process_run(llm: Llama, messages: list[dict[str, str]]) -> Sample:
+def in_process_run(
+    llm: Llama, messages: list[dict[str, str]], max_tokens: int = MAX_TOKENS
+) -> Sample:
     texts: list[str] = []
     first: float | None = None
     finish: str | None = None
+    cpu = time.process_time()  # the event loop waits meanwhile: only generation runs here
     start = time.perf_counter()
     chunks: Any = llm.create_chat_completion(
         messages=messages,
         stream=True,
-        max_tokens=MAX_TOKENS,
+        max_tokens=max_tokens,
         **SAMPLING,
     )
     for chunk in chunks:
@@ -119,8 +133,9 @@ def in_process_run(llm: Llama, messages: list[dict[str, str]]) -> Sample:
             texts.append(text)
         finish = choice.get("finish_reason") or finish
     end = time.perf_counter()
+    cpu = time.process_time() - cpu
     assert first is not None, "no content"
-    return Sample(end - start, first - start, len(texts), "".join(texts), finish)
+    return Sample(end - start, first - start, len(texts), "".join(texts), finish, cpu)
 
 
 # --- (b), (d) gatehouse over stdio -------------------------------------------------------------
@@ -168,32 +183,39 @@ def chat_params(max_tokens: int) -> dict[str, Any]:
     }
 
 
-async def start_gatehouse(counter: Counter, workspace: Path) -> RpcClient:
-    client = RpcClient()
+async def start_gatehouse(client: RpcClient, counter: Counter, workspace: Path) -> None:
     argv = (*c.GATEHOUSE_ARGV, "--backend", "llama_cpp", "--threads", str(THREADS))
     await client.start(argv, env=c.child_env(), cwd=c.REPO_ROOT, stderr=c.server_stderr())
     client.on_notification("agent/stream", counter.notification)
     client.on_message(counter.message)
     await client.request("initialize", c.initialize_params(workspace))
     client.notify("initialized", {})
-    return client
 
 
-async def gatehouse_run(client: RpcClient, counter: Counter) -> tuple[Sample, dict[str, Any]]:
+async def gatehouse_run(
+    client: RpcClient, counter: Counter, max_tokens: int = MAX_TOKENS
+) -> tuple[Sample, dict[str, Any]]:
     counter.reset()
+    cpu = c.cpu_seconds(client.pid)
     start = time.perf_counter()
-    result = await client.request("agent/chat", chat_params(MAX_TOKENS))
+    result = await client.request("agent/chat", chat_params(max_tokens))
     end = counter.response_at or time.perf_counter()
+    cpu = c.cpu_seconds(client.pid) - cpu
     assert isinstance(result, dict), result
     assert counter.first_content is not None, "no content notification"
     text = "".join(counter.texts)
     sample = Sample(
-        end - start, counter.first_content - start, len(counter.texts), text, result["stopReason"]
+        end - start,
+        counter.first_content - start,
+        len(counter.texts),
+        text,
+        result["stopReason"],
+        cpu,
     )
     return sample, result
 
 
-async def cancel_run(client: RpcClient, counter: Counter) -> CancelSample:
+async def cancel_run(client: RpcClient, counter: Counter, delay: float) -> CancelSample:
     counter.reset()
     reached = asyncio.Event()
     counter.on_content = lambda n: reached.set() if n >= CANCEL_AFTER else None
@@ -201,6 +223,8 @@ async def cancel_run(client: RpcClient, counter: Counter) -> CancelSample:
     waiter = asyncio.create_task(reached.wait())
     await asyncio.wait({chat, waiter}, return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
+    if not chat.done():
+        await asyncio.sleep(delay)
     if chat.done():
         result = chat.result()
         raise RuntimeError(f"the chat ended before {CANCEL_AFTER} deltas: {result['stopReason']}")
@@ -212,7 +236,7 @@ async def cancel_run(client: RpcClient, counter: Counter) -> CancelSample:
     assert isinstance(cancelled, dict) and isinstance(result, dict)
     after = counter.texts[before:]
     return CancelSample(
-        end - sent, before, len(after), sum(map(len, after)), str(result["stopReason"])
+        end - sent, delay, before, len(after), sum(map(len, after)), str(result["stopReason"])
     )
 
 
@@ -279,12 +303,18 @@ async def stop_process(proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
-async def sse_run(http: httpx.AsyncClient, messages: list[dict[str, str]]) -> Sample:
-    body = {"messages": messages, "stream": True, "max_tokens": MAX_TOKENS, **SAMPLING}
+async def sse_run(
+    http: httpx.AsyncClient,
+    pid: int,
+    messages: list[dict[str, str]],
+    max_tokens: int = MAX_TOKENS,
+) -> Sample:
+    body = {"messages": messages, "stream": True, "max_tokens": max_tokens, **SAMPLING}
     texts: list[str] = []
     first: float | None = None
     finish: str | None = None
     end: float | None = None
+    cpu = c.cpu_seconds(pid)
     start = time.perf_counter()
     async with http.stream("POST", "/v1/chat/completions", json=body) as response:
         response.raise_for_status()
@@ -303,8 +333,9 @@ async def sse_run(http: httpx.AsyncClient, messages: list[dict[str, str]]) -> Sa
                 texts.append(text)
             finish = choice.get("finish_reason") or finish
     end = end or time.perf_counter()
+    cpu = c.cpu_seconds(pid) - cpu
     assert first is not None, "no content"
-    return Sample(end - start, first - start, len(texts), "".join(texts), finish)
+    return Sample(end - start, first - start, len(texts), "".join(texts), finish, cpu)
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -320,6 +351,7 @@ class Measured:
     gatehouse_status: dict[str, Any]
     token_count: Callable[[str], int]
     wall_seconds: float
+    warm_up_ttft: dict[str, float]
 
 
 async def measure(runs: int, workspace: Path) -> Measured:
@@ -335,19 +367,24 @@ async def measure(runs: int, workspace: Path) -> Measured:
         return len(llm.tokenize(text.encode(), add_bos=False))
 
     counter = Counter()
-    gatehouse = await start_gatehouse(counter, workspace)
     port = free_port()
-    llama_server = await start_llama_server(model, port)
+    llama_server = await start_llama_server(model, port)  # starts while Gatehouse starts
+    gatehouse = RpcClient()
     http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120)
     samples: dict[str, list[Any]] = {name: [] for name in VARIANTS}
     try:
+        await start_gatehouse(gatehouse, counter, workspace)
+        await wait_ready(http, llama_server)
         # Warm-ups: Gatehouse loads its model on the first chat; every engine's first
         # generation also pays for first-call set-up and the prompt's evaluation.
-        in_process_run(llm, messages)
-        await gatehouse_run(gatehouse, counter)
+        warm_up_ttft = {"in-process": in_process_run(llm, messages, WARM_UP_TOKENS).ttft}
+        warm_up_ttft["gatehouse (includes the model load)"] = (
+            await gatehouse_run(gatehouse, counter, WARM_UP_TOKENS)
+        )[0].ttft
+        warm_up_ttft["llama.cpp server"] = (
+            await sse_run(http, llama_server.pid, messages, WARM_UP_TOKENS)
+        ).ttft
         status = await gatehouse.request("agent/status")
-        await wait_ready(http, llama_server)
-        await sse_run(http, messages)
 
         async def one(name: str) -> None:
             if name == "in-process":
@@ -355,9 +392,10 @@ async def measure(runs: int, workspace: Path) -> Measured:
             elif name == "gatehouse":
                 samples[name].append((await gatehouse_run(gatehouse, counter))[0])
             elif name == "llama.cpp server":
-                samples[name].append(await sse_run(http, messages))
+                samples[name].append(await sse_run(http, llama_server.pid, messages))
             else:
-                samples[name].append(await cancel_run(gatehouse, counter))
+                delay = CANCEL_SPREAD * (len(samples[name]) + 0.5) / runs
+                samples[name].append(await cancel_run(gatehouse, counter, delay))
 
         for i in range(runs):
             for k in range(len(VARIANTS)):
@@ -376,6 +414,7 @@ async def measure(runs: int, workspace: Path) -> Measured:
         status if isinstance(status, dict) else {},
         tokenize,
         time.perf_counter() - started,
+        warm_up_ttft,
     )
 
 
@@ -405,13 +444,22 @@ def _describe(
     return {
         "tokens_per_second": c.summary(tps),
         "ttft_seconds": c.summary([s.ttft for s in samples]),
-        "per_run": {"tokens_per_second": tps, "ttft_seconds": [s.ttft for s in samples]},
+        "per_run": {
+            "tokens_per_second": tps,
+            "ttft_seconds": [s.ttft for s in samples],
+            "cpu_seconds": [s.cpu for s in samples],
+        },
         "run_seconds": c.summary([s.seconds for s in samples]),
         "deltas_per_run": c.summary([float(s.deltas) for s in samples]),
         "chars_per_run": c.summary([float(len(s.text)) for s in samples]),
         "finish": sorted({str(s.finish) for s in samples}),
         "text_matches_in_process": len(samples) - len(mismatched),
         "first_difference": first_diff,
+        # Summed over all runs: /proc counts CPU time in clock ticks.
+        "cpu_seconds_per_token": sum(s.cpu for s in samples) / sum(tokens),
+        # CPU seconds per wall second of the generating process: ~1 when it had a core to
+        # itself, less when it waited for one (other work on the machine).
+        "cpu_share": c.summary([s.cpu / s.seconds for s in samples]),
     }
 
 
@@ -436,10 +484,16 @@ def run(quick: bool) -> dict[str, Any]:
         "notifications_after_cancel": c.summary([float(s.notifications_after) for s in m.cancels]),
         "chars_after_cancel": c.summary([float(s.chars_after) for s in m.cancels]),
         "stop_reasons": sorted({s.stop_reason for s in m.cancels}),
+        "per_run": [{"delay": s.delay, "latency": s.latency} for s in m.cancels],
     }
     ip_tps = ip["tokens_per_second"]["median"]
     gh_ratio = gh["tokens_per_second"]["median"] / ip_tps
     ls_ratio = ls["tokens_per_second"]["median"] / ip_tps
+    ip_cpu = ip["cpu_seconds_per_token"]
+    cpu_ratios = {
+        "gatehouse": gh["cpu_seconds_per_token"] / ip_cpu,
+        "llama_cpp_server": ls["cpu_seconds_per_token"] / ip_cpu,
+    }
 
     def paired(other: dict[str, Any]) -> dict[str, float | int]:
         """Per-round ratios to the in-process run of the same round (less drift-prone)."""
@@ -462,6 +516,12 @@ def run(quick: bool) -> dict[str, Any]:
             f"{c.ms(ip['ttft_seconds']['median'])} / {c.ms(gh['ttft_seconds']['median'])} / "
             f"{c.ms(ls['ttft_seconds']['median'])}",
         ],
+        [
+            "model: CPU per token in-process / gatehouse / llama.cpp server",
+            f"{ip_cpu * 1e3:.2f} / {gh['cpu_seconds_per_token'] * 1e3:.2f} / "
+            f"{ls['cpu_seconds_per_token'] * 1e3:.2f} ms "
+            f"({cpu_ratios['gatehouse']:.3f}x / {cpu_ratios['llama_cpp_server']:.3f}x)",
+        ],
         ["model: gatehouse TTFT - in-process (goal <= +10 ms)", _signed_ms(gh_ttft)],
         ["model: llama.cpp server TTFT - in-process", _signed_ms(ls_ttft)],
         [
@@ -479,6 +539,9 @@ def run(quick: bool) -> dict[str, Any]:
         "quick": quick,
         "runs": runs,
         "wall_seconds": m.wall_seconds,
+        # The first generation of each engine evaluates the whole prompt; later runs reuse the
+        # cached prefix (llama-cpp-python keeps the previous prompt's tokens).
+        "warm_up_ttft_seconds": m.warm_up_ttft,
         "model": str(m.model),
         "gatehouse_model": m.gatehouse_status.get("model"),
         "prompt": PROMPT,
@@ -494,9 +557,15 @@ def run(quick: bool) -> dict[str, Any]:
         "in_process": ip,
         "gatehouse": gh,
         "llama_cpp_server": ls,
-        "gatehouse_cancel": {**cancel, "max_tokens": CANCEL_MAX_TOKENS, "after": CANCEL_AFTER},
+        "gatehouse_cancel": {
+            **cancel,
+            "max_tokens": CANCEL_MAX_TOKENS,
+            "after": CANCEL_AFTER,
+            "spread": CANCEL_SPREAD,
+        },
         "ratio_gatehouse_over_in_process_tokens_per_second": gh_ratio,
         "ratio_llama_server_over_in_process_tokens_per_second": ls_ratio,
+        "ratio_cpu_per_token_over_in_process": cpu_ratios,
         "paired_ratio_gatehouse": paired(gh),
         "paired_ratio_llama_server": paired(ls),
         "ttft_gatehouse_minus_in_process_seconds": gh_ttft,
@@ -521,6 +590,8 @@ def report(result: dict[str, Any]) -> str:
                 c.ms(d["run_seconds"]["median"]),
                 c.ms(d["ttft_seconds"]["median"]),
                 c.ms(d["ttft_seconds"]["p90"]),
+                c.ms(d["cpu_seconds_per_token"]),
+                f"{d['cpu_share']['median']:.2f}",
                 f"{d['deltas_per_run']['median']:.0f}",
                 f"{d['text_matches_in_process']}/{result['runs']}",
             ]
@@ -532,7 +603,18 @@ def report(result: dict[str, Any]) -> str:
             f"Model streaming, embedded model, {ref['content_chunks']} tokens per run "
             f"({ref['completion_tokens']} completion tokens), {result['runs']} runs each, "
             f"{result['threads']} thread",
-            ["engine", "tok/s", "worst", "run", "TTFT", "TTFT p90", "deltas", "same text"],
+            [
+                "engine",
+                "tok/s",
+                "worst",
+                "run",
+                "TTFT",
+                "TTFT p90",
+                "CPU/token",
+                "CPU/wall",
+                "deltas",
+                "same text",
+            ],
             rows,
         ),
         "gatehouse / in-process tokens/s: "
@@ -541,10 +623,14 @@ def report(result: dict[str, Any]) -> str:
         f"{result['ratio_llama_server_over_in_process_tokens_per_second']:.3f}x "
         f"(per-round medians {result['paired_ratio_gatehouse']['median']:.3f}x, "
         f"{result['paired_ratio_llama_server']['median']:.3f}x)",
+        "CPU per token / in-process (all threads of the generating process): gatehouse "
+        f"{result['ratio_cpu_per_token_over_in_process']['gatehouse']:.3f}x, llama.cpp server "
+        f"{result['ratio_cpu_per_token_over_in_process']['llama_cpp_server']:.3f}x",
         "TTFT - in-process: gatehouse "
         f"{_signed_ms(result['ttft_gatehouse_minus_in_process_seconds'])} (goal <= +10 ms), "
         f"llama.cpp server {_signed_ms(result['ttft_llama_server_minus_in_process_seconds'])}",
-        f"gatehouse cancel ({cancel['max_tokens']} max tokens, after {cancel['after']} deltas): "
+        f"gatehouse cancel ({cancel['max_tokens']} max tokens, after {cancel['after']} deltas "
+        f"+ 0-{cancel['spread'] * 1000:.0f} ms): "
         f"median {c.ms(cancel['latency_seconds']['median'])}, "
         f"p90 {c.ms(cancel['latency_seconds']['p90'])}, "
         f"max {c.ms(cancel['latency_seconds']['max'])} (goal <= 100 ms); "

@@ -1,9 +1,10 @@
 """Turns engine events into ``agent/stream`` notifications, coalescing text deltas.
 
-The first text delta of a turn goes out at once; later deltas of the same kind are merged for at
-most ``window`` seconds, so a fast model does not cost one write per token. Anything that is not a
-plain delta (a tool start, an approval request, the response) flushes first, so the order on the
-wire is always the order of events.
+A delta goes out at once when nothing was sent during the last ``window`` seconds (so the first
+delta of a turn, and every token of a model slower than the window, is never delayed); deltas that
+arrive faster are merged until the window has passed, so a fast model does not cost one write per
+token. Anything that is not a plain delta (a tool start, an approval request, the response)
+flushes first, so the order on the wire is always the order of events.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class TurnStream:
         self._pending_key: tuple[str, str] | None = None
         self._pending: dict[str, Any] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._sent_first_text = False
+        self._last_sent = float("-inf")
 
     def emit(self, event: AgentEvent) -> None:
         key = _merge_key(event)
@@ -94,16 +95,13 @@ class TurnStream:
             return
         self.flush()
         message = {**self._head, **event_to_wire(event)}
-        if key is None:
-            self._notify(message)
-            return
-        if not self._sent_first_text and key[0] in ("content", "reasoning"):
-            # The first delta of a turn goes out as soon as it exists.
-            self._sent_first_text = True
-            self._notify(message)
+        loop = asyncio.get_running_loop()
+        quiet_for = loop.time() - self._last_sent
+        if key is None or quiet_for >= self._window:
+            self._send(message)
             return
         self._pending_key, self._pending = key, message
-        self._timer = asyncio.get_running_loop().call_later(self._window, self.flush)
+        self._timer = loop.call_later(self._window - quiet_for, self.flush)
 
     def flush(self) -> None:
         if self._timer is not None:
@@ -111,4 +109,8 @@ class TurnStream:
             self._timer = None
         if self._pending is not None:
             message, self._pending, self._pending_key = self._pending, None, None
-            self._notify(message)
+            self._send(message)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self._last_sent = asyncio.get_running_loop().time()
+        self._notify(message)

@@ -164,3 +164,14 @@ async def test_output_of_different_tool_calls_is_never_merged() -> None:
         ("call_b", "from b\nmore b\n"),
         ("call_a", "more a\n"),
     ]
+
+
+async def test_a_slow_models_tokens_are_never_held_back() -> None:
+    wire = Wire()
+    stream = TurnStream(wire, "s1", "t1", window=0.02)
+    for i in range(4):
+        stream.emit(ContentDelta(f"tok{i} "))
+        # Each token is on the wire as soon as it exists: nothing waits for a merge timer.
+        assert wire.texts("content")[-1] == f"tok{i} "
+        await asyncio.sleep(0.03)  # slower than the window, like a 13 ms/token model vs 10 ms
+    assert len(wire.messages) == 4
