@@ -19,7 +19,7 @@ from lsprotocol import types as lsp
 from pydantic import ValidationError
 
 from engine.gate import CODE_EXECUTION_TOOL_NAMES
-from engine.loop import ApprovalOutcome, ApprovalRequest, Approver
+from engine.loop import ApprovalOutcome, ApprovalRequest, Approver, Decision
 from sandbox.info import SandboxInfo
 from server.broker import ApprovalBroker, PendingApproval
 from server.protocol import TOOL_CONFIRM, SandboxWire, ToolConfirmParams, ToolConfirmResult
@@ -39,6 +39,7 @@ class ClientChannel(Protocol):
 
 
 _ids = itertools.count(1)
+_ACTIONS: dict[str, Decision] = {ALLOW: "allow", ALLOW_SESSION: "allow_session", DENY: "deny"}
 
 
 def _parse_tool_confirm(reply: Any) -> ApprovalOutcome:
@@ -59,14 +60,10 @@ def _parse_message_action(reply: Any) -> ApprovalOutcome:
     title = getattr(reply, "title", None)
     if title is None and isinstance(reply, dict):
         title = reply.get("title")
-    decision = {ALLOW: "allow", ALLOW_SESSION: "allow_session", DENY: "deny"}.get(str(title))
-    if decision == "allow":
-        return ApprovalOutcome("allow")
-    if decision == "allow_session":
-        return ApprovalOutcome("allow_session")
-    if decision == "deny":
-        return ApprovalOutcome("deny")
-    return ApprovalOutcome("failed", f"the editor answered with an unknown action {title!r}")
+    decision = _ACTIONS.get(str(title))
+    if decision is None:
+        return ApprovalOutcome("failed", f"the editor answered with an unknown action {title!r}")
+    return ApprovalOutcome(decision)
 
 
 def preview(name: str, arguments: dict[str, Any]) -> str:
