@@ -46,10 +46,6 @@ class InvalidParams(RpcError):
     code = INVALID_PARAMS
 
 
-class MethodNotFound(RpcError):
-    code = METHOD_NOT_FOUND
-
-
 def _location(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "params"
 

@@ -6,7 +6,7 @@ An invalid option never stops the server: it is replaced by its default and repo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sandbox.policy import LEVELS, is_level
@@ -115,7 +115,3 @@ def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOp
             continue
         changes[name] = float(value) if isinstance(getattr(options, name), float) else value
     return replace(options, **changes), problems
-
-
-def option_names() -> list[str]:
-    return [f.name for f in fields(ServerOptions)]
