@@ -14,7 +14,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,25 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer iterations (< 60 s)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     return p
+
+
+def script_main(
+    doc: str | None,
+    run: Callable[[bool], dict[str, Any]],
+    report: Callable[[dict[str, Any]], str],
+    argv: Sequence[str] | None = None,
+    errors: tuple[type[Exception], ...] = (RuntimeError,),
+) -> int:
+    """The shared ``main`` of every benchmark: parse --quick/--json, run, print, write JSON."""
+    args = parser((doc or "").splitlines()[0]).parse_args(argv)
+    try:
+        result = run(args.quick)
+    except errors as exc:
+        return server_failed(exc)
+    print(report(result))
+    if args.json:
+        write_json(args.json, result)
+    return 0
 
 
 def machine() -> dict[str, Any]:

@@ -147,15 +147,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = c.parser(__doc__.splitlines()[0]).parse_args(argv)
-    try:
-        result = run(args.quick)
-    except (RpcError, RuntimeError) as exc:
-        return c.server_failed(exc)
-    print(report(result))
-    if args.json:
-        c.write_json(args.json, result)
-    return 0
+    return c.script_main(__doc__, run, report, argv, errors=(RpcError, RuntimeError))
 
 
 if __name__ == "__main__":
