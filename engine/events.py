@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sandbox.info import SandboxInfo
+
 ToolStatus = Literal["completed", "failed", "denied", "timed_out", "cancelled"]
+"""How a tool call ended (the wire's ``status``): declared here, used by the protocol models."""
+
+StopReason = Literal["end_turn", "max_tokens", "tool_limit", "cancelled"]
+"""Why a turn ended (the wire's ``stopReason``)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,8 @@ class ToolEnded:
     status: ToolStatus
     exit_code: int | None
     result: str
-    sandbox: dict[str, Any] | None = None
+    sandbox: SandboxInfo | None = None
+    """The isolation the call's code ran under; None when no code ran."""
 
 
 @dataclass(frozen=True)

@@ -20,58 +20,35 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
 from engine.backends.base import Backend, Finish, GenerationOptions, Message, Notice, ToolSpec
 from engine.events import (
     AgentEvent,
     ContentDelta,
     ReasoningDelta,
     StatusNote,
+    StopReason,
     ToolArgsDelta,
     ToolEnded,
     ToolOutput,
     ToolStarted,
     ToolStatus,
 )
-from engine.gate import CODE_EXECUTION_TOOL_NAMES, ConfirmReason, GatePolicy
+from engine.gate import CODE_EXECUTION_TOOL_NAMES, GatePolicy
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 from sandbox.tiers import Sandbox
 
 logger = logging.getLogger(__name__)
 
-StopReason = Literal["end_turn", "max_tokens", "tool_limit", "cancelled"]
-Decision = Literal["allow", "allow_session", "deny", "timed_out", "cancelled", "failed"]
-
 DENIED_TEXT = "The user denied this tool call."
 
 
-@dataclass(frozen=True)
-class ApprovalRequest:
-    tool_call_id: str
-    name: str
-    arguments: dict[str, Any]
-    reason: ConfirmReason
-
-
-@dataclass(frozen=True)
-class ApprovalOutcome:
-    """The answer to an approval request.
-
-    ``deny`` carries the user's optional message; ``failed`` (an error reply, a malformed reply, a
-    client that could not be asked) carries what went wrong. Only ``allow`` and ``allow_session``
-    run the call.
-    """
-
-    decision: Decision
-    message: str | None = None
-
-
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 EventSink = Callable[[AgentEvent], None]
 
 

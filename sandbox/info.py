@@ -7,7 +7,7 @@ tool result (``SandboxInfo.wire()``), so a user always knows what a command coul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 IsolationLevel = Literal["strong", "standard", "limits-only", "none"]
 """``strong``: namespaces (bubblewrap); ``standard``: Landlock + seccomp; ``limits-only``: resource
@@ -23,10 +23,6 @@ class SandboxInfo:
     """True when the child can reach the network."""
     reason: str
     """One sentence a user can read: why this level."""
-
-    def wire(self) -> dict[str, Any]:
-        """The JSON form sent to clients."""
-        return {"level": self.level, "network": self.network}
 
 
 UNSANDBOXED = SandboxInfo(

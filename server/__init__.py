@@ -1,1 +1,1 @@
-"""The Gatehouse stdio server: pygls transport, protocol types, sessions and the approval broker."""
+"""The Gatehouse stdio server: pygls transport, the wire protocol, sessions and approvals."""

@@ -30,14 +30,7 @@ from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import probe
 from server.options import ServerOptions, parse_options
-from server.protocol import (
-    AGENT_CANCEL,
-    AGENT_CHAT,
-    AGENT_STATUS,
-    CancelParams,
-    ChatParams,
-    StatusParams,
-)
+from server.protocol import AGENT_CANCEL, AGENT_CHAT, AGENT_STATUS, METHODS, Method, WireModel
 from server.service import AgentService, ClientFeatures, Notifier
 from server.transport import GatehouseProtocol, make_converter
 
@@ -67,7 +60,7 @@ class LaunchSettings:
     tool_grammar: bool | None = None
 
 
-Handler = Callable[[Any], Awaitable[dict[str, Any]] | dict[str, Any]]
+Handler = Callable[[Any], Awaitable[WireModel] | WireModel]
 
 
 def _workspace_from(params: lsp.InitializeParams, launch: LaunchSettings) -> Path:
@@ -147,7 +140,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             options, _workspace_from(params, launch), _client_features(params), report.sandbox
         )
         logger.info("initialized: workspace %s, client %s", service.workspace, service.client)
-        return {"gatehouse": service.capabilities()}
+        return {"gatehouse": service.capabilities().wire()}
 
     protocol.on_initialize = on_initialize
 
@@ -159,35 +152,41 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             )
         problems.clear()
 
-    def route(method: str, model: type[BaseModel], handler: Handler) -> None:
-        if _is_async(handler):
-
-            async def run_async(params: Any) -> dict[str, Any]:
-                parsed = model.model_validate({} if params is None else params)
-                result = handler(parsed)
-                assert not isinstance(result, dict)
-                return await result
-
-            server.feature(method)(run_async)
-        else:
-
-            def run(params: Any) -> dict[str, Any]:
-                parsed = model.model_validate({} if params is None else params)
-                result = handler(parsed)
-                assert isinstance(result, dict)
-                return result
-
-            server.feature(method)(run)
-
-    route(AGENT_CHAT, ChatParams, service.chat)
-    route(AGENT_CANCEL, CancelParams, service.cancel)
-    route(AGENT_STATUS, StatusParams, lambda _params: service.status())
+    routes: dict[str, Handler] = {
+        AGENT_CHAT: service.chat,
+        AGENT_CANCEL: service.cancel,
+        AGENT_STATUS: service.status,
+    }
+    for method in METHODS:
+        if method.direction == "client->server":
+            _route(server, method, routes[method.name])
     server.service = service  # type: ignore[attr-defined]  # for in-process tests
     return server
 
 
-def _is_async(handler: Handler) -> bool:
-    return inspect.iscoroutinefunction(handler)
+def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
+    """Register ``handler`` for ``method``: params validated by the method's params model (a
+    failure is -32602 naming each field), the result checked against its result model."""
+    params_model: type[BaseModel] = method.params
+    result_model: type[WireModel] = method.result
+
+    def wire(result: Any) -> dict[str, Any]:
+        assert isinstance(result, result_model), f"{method.name} returned {type(result)}"
+        return result.wire()
+
+    if inspect.iscoroutinefunction(handler):
+
+        async def run_async(params: Any) -> dict[str, Any]:
+            parsed = params_model.model_validate({} if params is None else params)
+            return wire(await handler(parsed))
+
+        server.feature(method.name)(run_async)
+    else:
+
+        def run(params: Any) -> dict[str, Any]:
+            return wire(handler(params_model.model_validate({} if params is None else params)))
+
+        server.feature(method.name)(run)
 
 
 def serve(

@@ -17,6 +17,7 @@ from engine.backends.scripted import ScriptedBackend, ScriptedTurn
 from engine.models import resolve_model
 from server.errors import InvalidParams, InvalidRequest
 from server.options import ServerOptions
+from server.protocol import InvalidParamsData, ModelUnavailableData
 
 logger = logging.getLogger(__name__)
 
@@ -86,13 +87,13 @@ class BackendManager:
                 resolve_model(model)
             except BackendError as exc:
                 raise InvalidParams(
-                    f"Invalid params: model: {exc}", {"fields": ["model"]}
+                    f"Invalid params: model: {exc}", InvalidParamsData(fields=["model"])
                 ) from None
         if self.current is not None and busy_elsewhere:
             raise InvalidRequest(
                 f"Another session is using {self.current.model}; wait for it (or cancel it) "
                 f"before switching to {model}.",
-                {"param": "model", "reason": "busy"},
+                ModelUnavailableData(reason="busy"),
             )
 
     async def ensure(self, model: str | None, progress: Progress) -> Backend:
@@ -103,7 +104,7 @@ class BackendManager:
                 try:
                     backend = create_backend(self.options, wanted)
                 except BackendError as exc:
-                    raise InvalidParams(str(exc), {"fields": ["model"]}) from None
+                    raise InvalidParams(str(exc), InvalidParamsData(fields=["model"])) from None
                 old, self.current, self._requested = self.current, backend, wanted
                 if old is not None:
                     logger.info("switching model: %s -> %s", old.model, backend.model)
@@ -112,7 +113,7 @@ class BackendManager:
         try:
             await backend.load(progress)
         except BackendError as exc:
-            raise InvalidRequest(str(exc), {"param": "model"}) from None
+            raise InvalidRequest(str(exc), ModelUnavailableData(reason="load_failed")) from None
         return backend
 
     async def close(self) -> None:

@@ -3,26 +3,28 @@
 Handlers raise :class:`RpcError` subclasses (or let pydantic's ``ValidationError`` escape);
 :func:`to_response_error` turns anything into the error the client gets. Nothing unexpected
 reaches the wire with a traceback: it becomes -32603 with a short message and the traceback goes
-to the log on stderr.
+to the log on stderr. The codes and the shapes of ``data`` are part of the wire contract
+(:mod:`server.protocol.errors`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from lsprotocol.types import ResponseError
 from pydantic import ValidationError
 
-logger = logging.getLogger(__name__)
+from server.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    REQUEST_CANCELLED,
+    ErrorData,
+    InvalidParamsData,
+)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
+logger = logging.getLogger(__name__)
 
 
 class RpcError(Exception):
@@ -30,7 +32,7 @@ class RpcError(Exception):
 
     code: int = INTERNAL_ERROR
 
-    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, data: ErrorData | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
@@ -44,6 +46,13 @@ class InvalidRequest(RpcError):
 
 class InvalidParams(RpcError):
     code = INVALID_PARAMS
+
+
+def unknown_session(session_id: str) -> InvalidParams:
+    return InvalidParams(
+        f"Invalid params: sessionId: unknown session {session_id!r}",
+        InvalidParamsData(fields=["sessionId"]),
+    )
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -61,7 +70,7 @@ def invalid_params_from(exc: ValidationError) -> InvalidParams:
             message = "unknown field"
         problems.append(f"{where}: {message}")
         fields.append(where)
-    return InvalidParams("Invalid params: " + "; ".join(problems), {"fields": fields})
+    return InvalidParams("Invalid params: " + "; ".join(problems), InvalidParamsData(fields=fields))
 
 
 def to_response_error(exc: BaseException) -> ResponseError:
@@ -69,7 +78,8 @@ def to_response_error(exc: BaseException) -> ResponseError:
     if isinstance(exc, ValidationError):
         exc = invalid_params_from(exc)
     if isinstance(exc, RpcError):
-        return ResponseError(code=exc.code, message=exc.message, data=exc.data)
+        data = None if exc.data is None else exc.data.wire()
+        return ResponseError(code=exc.code, message=exc.message, data=data)
     if isinstance(exc, asyncio.CancelledError):
         return ResponseError(code=REQUEST_CANCELLED, message="Request cancelled")
     logger.error("internal error", exc_info=exc)

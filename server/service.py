@@ -1,6 +1,6 @@
 """The agent service: what ``agent/chat``, ``agent/cancel`` and ``agent/status`` do.
 
-It holds the server's state (options, workspace, backend, sessions, the approval broker) and
+It holds the server's state (options, workspace, backend, sessions, the pending approvals) and
 adapts the engine's loop to the connection. Everything that can reject a request runs before the
 model is touched.
 """
@@ -20,18 +20,26 @@ from engine.gate import GatePolicy, unwireable_flag
 from engine.loop import AgentLoop, TurnControl, TurnRequest, TurnResult
 from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
 from sandbox.tiers import Sandbox, unsandboxed
-from server.approvals import ApprovalAsker, ClientChannel
+from server.approvals import Approvals, ClientChannel, PromptSettings
 from server.backends import BackendManager
-from server.broker import ApprovalBroker
-from server.errors import InvalidParams, InvalidRequest
+from server.errors import InvalidParams, InvalidRequest, unknown_session
 from server.options import ServerOptions
 from server.progress import WorkDone
 from server.protocol import (
     AGENT_STREAM,
+    BusySessionData,
     CancelParams,
+    CancelResult,
     ChatParams,
     ChatResult,
+    GatehouseCapabilities,
+    InvalidParamsData,
+    SandboxReport,
+    SessionSummary,
+    StatusParams,
+    StatusResult,
     ToolCallSummary,
+    UnwiredGateData,
 )
 from server.sessions import Session, SessionStore
 from server.stream import TurnStream
@@ -77,7 +85,7 @@ class AgentService:
         self.scratch_root = scratch_root
         self.client = ClientFeatures()
         self.sessions = SessionStore()
-        self.broker = ApprovalBroker()
+        self.approvals = Approvals(channel)
         self.models = BackendManager(options)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -89,41 +97,49 @@ class AgentService:
         self.sandbox = sandbox
         self.models = BackendManager(options)
 
-    def sandbox_report(self) -> dict[str, Any]:
+    def sandbox_report(self) -> SandboxReport:
         info = self.sandbox.info
-        return {**info.wire(), "reason": info.reason, "minLevel": self.sandbox.settings.min_level}
+        return SandboxReport(
+            level=info.level,
+            network=info.network,
+            min_level=self.sandbox.settings.min_level,
+            reason=info.reason,
+        )
 
-    def capabilities(self) -> dict[str, Any]:
-        return {
-            "version": __version__,
-            "tools": list(BUILTIN_TOOL_NAMES),
-            "sandbox": self.sandbox_report(),
-        }
+    def capabilities(self) -> GatehouseCapabilities:
+        return GatehouseCapabilities(
+            version=__version__, tools=list(BUILTIN_TOOL_NAMES), sandbox=self.sandbox_report()
+        )
 
     # --- agent/status -----------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "version": __version__,
-            "backend": self.options.backend,
-            "model": self.models.model_name,
-            "modelLoaded": self.models.current is not None,
-            "workspace": str(self.workspace),
-            "sandbox": self.sandbox_report(),
-            "sessions": [s.summary() for s in self.sessions.all()],
-        }
+    def status(self, _params: StatusParams | None = None) -> StatusResult:
+        return StatusResult(
+            version=__version__,
+            backend=self.options.backend,
+            model=self.models.model_name,
+            model_loaded=self.models.current is not None,
+            workspace=str(self.workspace),
+            sandbox=self.sandbox_report(),
+            sessions=[
+                SessionSummary(
+                    session_id=s.session_id,
+                    turns=s.turns,
+                    running=s.busy,
+                    allowed_tools=sorted(s.conversation.allowed_tools),
+                )
+                for s in self.sessions.all()
+            ],
+        )
 
     # --- agent/cancel -----------------------------------------------------------------------
 
-    def cancel(self, params: CancelParams) -> dict[str, Any]:
+    def cancel(self, params: CancelParams) -> CancelResult:
         session = self.sessions.get(params.session_id)
         if session is None:
-            raise InvalidParams(
-                f"Invalid params: sessionId: unknown session {params.session_id!r}",
-                {"fields": ["sessionId"]},
-            )
+            raise unknown_session(params.session_id)
         cancelled = session.active.cancel() if session.active else False
-        return {"cancelled": cancelled}
+        return CancelResult(cancelled=cancelled)
 
     # --- agent/chat -------------------------------------------------------------------------
 
@@ -133,7 +149,7 @@ class AgentService:
             raise InvalidParams(
                 f"Invalid params: enabledTools: unknown tool(s) {', '.join(map(repr, unknown))}; "
                 f"built-in tools are {', '.join(BUILTIN_TOOL_NAMES)}",
-                {"fields": ["enabledTools"]},
+                InvalidParamsData(fields=["enabledTools"]),
             )
         o = self.options
         policy = GatePolicy(
@@ -177,7 +193,7 @@ class AgentService:
                 "window/showMessageRequest, so approvals cannot be asked. Advertise "
                 "capabilities.experimental.toolConfirm, or turn off the flag or tools for "
                 "this request.",
-                {"param": flag},
+                UnwiredGateData(param=flag),
             )
 
     async def _load(self, model: str | None, stream: TurnStream) -> Any:
@@ -201,19 +217,16 @@ class AgentService:
             return self.sessions.create()
         session = self.sessions.get(params.session_id)
         if session is None:
-            raise InvalidParams(
-                f"Invalid params: sessionId: unknown session {params.session_id!r}",
-                {"fields": ["sessionId"]},
-            )
+            raise unknown_session(params.session_id)
         if session.busy:
             raise InvalidRequest(
                 f"Session {session.session_id} is still running a turn "
                 f"({session.active_turn_id}); wait for it or send agent/cancel first.",
-                {"sessionId": session.session_id, "reason": "busy"},
+                BusySessionData(session_id=session.session_id),
             )
         return session
 
-    async def chat(self, params: ChatParams) -> dict[str, Any]:
+    async def chat(self, params: ChatParams) -> ChatResult:
         # Every check that can reject the request runs before any model is loaded or run.
         request = self._turn_request(params)
         self._check_gate_is_wired(request)
@@ -229,13 +242,11 @@ class AgentService:
         control.bind(task)
         session.active, session.active_turn_id = control, turn_id
         stream = TurnStream(self.notify, session.session_id, turn_id)
-        asker = ApprovalAsker(
-            self.channel,
-            self.broker,
-            use_tool_confirm=self.client.tool_confirm,
+        prompts = PromptSettings(
+            style="toolConfirm" if self.client.tool_confirm else "showMessageRequest",
             sandbox=self.sandbox.info,
-            timeout_seconds=self.options.confirm_timeout_seconds,
             workspace=str(self.workspace),
+            timeout_seconds=self.options.confirm_timeout_seconds,
         )
         try:
             try:
@@ -250,7 +261,7 @@ class AgentService:
             result = await loop.run(
                 session.conversation,
                 request,
-                asker.for_turn(session.session_id, turn_id, stream.flush),
+                self.approvals.for_turn(session.session_id, turn_id, prompts, stream.flush),
                 stream.emit,
                 control,
             )
@@ -260,7 +271,7 @@ class AgentService:
         return self._result(session, turn_id, result)
 
     @staticmethod
-    def _result(session: Session, turn_id: str, result: TurnResult) -> dict[str, Any]:
+    def _result(session: Session, turn_id: str, result: TurnResult) -> ChatResult:
         return ChatResult(
             session_id=session.session_id,
             turn_id=turn_id,
@@ -276,7 +287,7 @@ class AgentService:
                 )
                 for r in result.tool_calls
             ],
-        ).wire()
+        )
 
 
 def _pick(override: bool | None, default: bool) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
 
 from engine.loop import Conversation, TurnControl
 
@@ -24,14 +23,6 @@ class Session:
     def next_turn_id(self) -> str:
         self.turns += 1
         return f"{self.session_id}:{self.turns}"
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "turns": self.turns,
-            "running": self.busy,
-            "allowedTools": sorted(self.conversation.allowed_tools),
-        }
 
 
 class SessionStore:

@@ -5,6 +5,9 @@ delta of a turn, and every token of a model slower than the window, is never del
 arrive faster are merged until the window has passed, so a fast model does not cost one write per
 token. Anything that is not a plain delta (a tool start, an approval request, the response)
 flushes first, so the order on the wire is always the order of events.
+
+This module is the one place where engine events become wire models
+(:mod:`server.protocol.stream`).
 """
 
 from __future__ import annotations
@@ -23,42 +26,59 @@ from engine.events import (
     ToolOutput,
     ToolStarted,
 )
+from sandbox.info import SandboxInfo
+from server.protocol import (
+    ContentEvent,
+    ReasoningEvent,
+    SandboxState,
+    StatusEvent,
+    ToolArgsEvent,
+    ToolEndEvent,
+    ToolOutputEvent,
+    ToolStartEvent,
+    WireModel,
+)
 
 Notify = Callable[[dict[str, Any]], None]
 
+_Delta = ContentDelta | ReasoningDelta | ToolOutput | ToolArgsDelta
 
-def event_to_wire(event: AgentEvent) -> dict[str, Any]:
-    """The type-specific fields of one ``agent/stream`` notification."""
+
+def sandbox_state(info: SandboxInfo) -> SandboxState:
+    return SandboxState(level=info.level, network=info.network)
+
+
+def event_to_wire(event: AgentEvent, session_id: str, turn_id: str) -> WireModel:
+    """The ``agent/stream`` notification for one engine event."""
+    head: dict[str, Any] = {"session_id": session_id, "turn_id": turn_id}
     if isinstance(event, ContentDelta):
-        return {"type": "content", "text": event.text}
+        return ContentEvent(**head, text=event.text)
     if isinstance(event, ReasoningDelta):
-        return {"type": "reasoning", "text": event.text}
+        return ReasoningEvent(**head, text=event.text)
     if isinstance(event, ToolArgsDelta):
-        return {"type": "tool_args", "index": event.index, "text": event.text}
+        return ToolArgsEvent(**head, index=event.index, text=event.text)
     if isinstance(event, ToolStarted):
-        return {
-            "type": "tool_start",
-            "toolCallId": event.tool_call_id,
-            "name": event.name,
-            "arguments": event.arguments,
-            "awaitingConfirmation": event.awaiting_confirmation,
-        }
+        return ToolStartEvent(
+            **head,
+            tool_call_id=event.tool_call_id,
+            name=event.name,
+            arguments=event.arguments,
+            awaiting_confirmation=event.awaiting_confirmation,
+        )
     if isinstance(event, ToolOutput):
-        return {"type": "tool_output", "toolCallId": event.tool_call_id, "text": event.text}
+        return ToolOutputEvent(**head, tool_call_id=event.tool_call_id, text=event.text)
     if isinstance(event, ToolEnded):
-        wire: dict[str, Any] = {
-            "type": "tool_end",
-            "toolCallId": event.tool_call_id,
-            "name": event.name,
-            "status": event.status,
-            "exitCode": event.exit_code,
-            "result": event.result,
-        }
-        if event.sandbox is not None:
-            wire["sandbox"] = event.sandbox
-        return wire
+        return ToolEndEvent(
+            **head,
+            tool_call_id=event.tool_call_id,
+            name=event.name,
+            status=event.status,
+            exit_code=event.exit_code,
+            result=event.result,
+            sandbox=None if event.sandbox is None else sandbox_state(event.sandbox),
+        )
     assert isinstance(event, StatusNote)
-    return {"type": "status", "text": event.text}
+    return StatusEvent(**head, text=event.text)
 
 
 def _merge_key(event: AgentEvent) -> tuple[str, str] | None:
@@ -81,26 +101,29 @@ class TurnStream:
         self, notify: Notify, session_id: str, turn_id: str, *, window: float = 0.01
     ) -> None:
         self._notify = notify
-        self._head = {"sessionId": session_id, "turnId": turn_id}
+        self._session_id = session_id
+        self._turn_id = turn_id
         self._window = window
         self._pending_key: tuple[str, str] | None = None
-        self._pending: dict[str, Any] | None = None
+        self._pending: _Delta | None = None
+        self._pending_texts: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
         self._last_sent = float("-inf")
 
     def emit(self, event: AgentEvent) -> None:
         key = _merge_key(event)
         if key is not None and key == self._pending_key and self._pending is not None:
-            self._pending["text"] += event_to_wire(event)["text"]
+            assert isinstance(event, _Delta)
+            self._pending_texts.append(event.text)
             return
         self.flush()
-        message = {**self._head, **event_to_wire(event)}
         loop = asyncio.get_running_loop()
         quiet_for = loop.time() - self._last_sent
         if key is None or quiet_for >= self._window:
-            self._send(message)
+            self._send(event_to_wire(event, self._session_id, self._turn_id))
             return
-        self._pending_key, self._pending = key, message
+        assert isinstance(event, _Delta)
+        self._pending_key, self._pending, self._pending_texts = key, event, [event.text]
         self._timer = loop.call_later(self._window - quiet_for, self.flush)
 
     def flush(self) -> None:
@@ -108,9 +131,11 @@ class TurnStream:
             self._timer.cancel()
             self._timer = None
         if self._pending is not None:
-            message, self._pending, self._pending_key = self._pending, None, None
-            self._send(message)
+            event, texts = self._pending, self._pending_texts
+            self._pending, self._pending_key, self._pending_texts = None, None, []
+            merged = type(event)(**{**vars(event), "text": "".join(texts)})
+            self._send(event_to_wire(merged, self._session_id, self._turn_id))
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: WireModel) -> None:
         self._last_sent = asyncio.get_running_loop().time()
-        self._notify(message)
+        self._notify(message.wire())

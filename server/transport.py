@@ -32,7 +32,8 @@ from pygls.protocol import (
 )
 from pygls.protocol.json_rpc import MsgId
 
-from server.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, to_response_error
+from server.errors import to_response_error
+from server.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,10 @@ class _Unreadable:
         self.msg_id, self.code, self.message, self.is_response = msg_id, code, message, is_response
 
 
+class ClientCancelled(Exception):
+    """The client sent ``$/cancelRequest`` for a request of ours that it had not answered."""
+
+
 def _error_response(msg_id: MsgId | None, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
@@ -67,6 +72,12 @@ class GatehouseProtocol(LanguageServerProtocol):
 
     on_initialize: Callable[[lsp.InitializeParams], dict[str, Any]] | None = None
     """Set by the server factory: configures the service, returns ``capabilities.experimental``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._outgoing: dict[MsgId, Future[Any]] = {}
+        """Our requests to the client, apart from pygls' table of the client's requests: the
+        client chooses its ids freely, so the two must never share one table."""
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(
@@ -124,9 +135,7 @@ class GatehouseProtocol(LanguageServerProtocol):
         if message.is_response:
             # A malformed reply to one of our requests fails that request (closed, never allowed).
             future = (
-                self._request_futures.pop(message.msg_id, None)
-                if message.msg_id is not None
-                else None
+                self._outgoing.pop(message.msg_id, None) if message.msg_id is not None else None
             )
             if future is not None and not future.done():
                 future.set_exception(JsonRpcException(message.message))
@@ -152,10 +161,37 @@ class GatehouseProtocol(LanguageServerProtocol):
             return
         self._send_response(msg_id, error=to_response_error(exc))
 
+    def send_request(
+        self,
+        method: str,
+        params: Any | None = None,
+        callback: Callable[[Any], None] | None = None,
+        msg_id: MsgId | None = None,
+    ) -> Future[Any]:
+        future: Future[Any] = super().send_request(method, params, callback, msg_id)
+        for key, value in list(self._request_futures.items()):
+            if value is future:  # pygls filed it with the client's requests: move it to ours
+                del self._request_futures[key]
+                self._outgoing[key] = future
+        return future
+
+    def _handle_cancel_notification(self, msg_id: MsgId) -> None:
+        if msg_id in self._request_futures:
+            super()._handle_cancel_notification(msg_id)  # the client cancels its own request
+            return
+        future = self._outgoing.pop(msg_id, None)
+        if future is not None and not future.done():
+            # The client gave up on one of our requests (e.g. a dismissed approval prompt).
+            logger.info("the client cancelled our request %s", msg_id)
+            self._result_types.pop(msg_id, None)
+            future.set_exception(ClientCancelled(f"the client cancelled request {msg_id}"))
+            return
+        logger.info("$/cancelRequest for an unknown request %s", msg_id)
+
     def _handle_response(
         self, msg_id: MsgId, result: Any | None = None, error: lsp.ResponseError | None = None
     ) -> None:
-        future = self._request_futures.pop(msg_id, None)
+        future = self._outgoing.pop(msg_id, None)
         if future is None or future.done():
             # First answer wins; a reply to a withdrawn request is dropped without a popup.
             logger.info("ignored a reply to request %s: no longer pending", msg_id)
@@ -169,7 +205,7 @@ class GatehouseProtocol(LanguageServerProtocol):
 
     def withdraw_request(self, msg_id: str) -> None:
         """Tell the client a request of ours is no longer wanted, and forget it."""
-        future = self._request_futures.pop(msg_id, None)
+        future = self._outgoing.pop(msg_id, None)
         if future is not None and not future.done():
             future.cancel()
         self._result_types.pop(msg_id, None)

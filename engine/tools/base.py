@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sandbox.info import SandboxInfo
 from sandbox.tiers import Sandbox
 
 
@@ -48,7 +49,7 @@ class ToolOutcome:
     text: str
     exit_code: int | None = None
     failed: bool = False
-    sandbox: dict[str, Any] | None = None
+    sandbox: SandboxInfo | None = None
 
 
 class Tool(ABC):

@@ -218,7 +218,7 @@ async def test_editor_without_plugin_is_asked_with_show_message_request(
 
     assert (peer.workspace / "log.txt").read_text().split() == ["allowed"]
     assert [c["status"] for c in result["toolCalls"]] == ["completed", "denied", "denied"]
-    assert titles[0] == ["Allow", "Allow for session", "Deny"]
+    assert titles[0] == ["Deny", "Allow", "Allow for session"]  # a default pick never approves
     message = peer.message_requests[0].message
     assert "terminal" in message and "echo allowed >> log.txt" in message
     assert "isolation:" in message and "network:" in message

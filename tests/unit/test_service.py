@@ -48,9 +48,9 @@ async def test_cancel_while_the_model_loads_returns_a_cancelled_turn(tmp_path: P
     chat = asyncio.create_task(service.chat(ChatParams(prompt="hi")))
     await loading.wait()
     session_id = service.sessions.all()[0].session_id
-    assert service.cancel(CancelParams(session_id=session_id)) == {"cancelled": True}
+    assert service.cancel(CancelParams(session_id=session_id)).cancelled is True
     result = await asyncio.wait_for(chat, 5)
-    assert result["stopReason"] == "cancelled" and result["text"] == ""
+    assert result.stop_reason == "cancelled" and result.text == ""
     assert service.sessions.all()[0].busy is False
 
 

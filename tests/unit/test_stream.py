@@ -15,6 +15,7 @@ from engine.events import (
     ToolOutput,
     ToolStarted,
 )
+from sandbox.info import UNSANDBOXED
 from server.stream import TurnStream
 
 HEAD = {"sessionId": "s1", "turnId": "t1"}
@@ -104,7 +105,7 @@ async def test_every_kind_of_event_keeps_its_order_on_the_wire() -> None:
         StatusNote("Running terminal"),
         ToolOutput("call_1", "a\n"),
         ToolOutput("call_1", "b\n"),
-        ToolEnded("call_1", "terminal", "completed", 0, "a\nb\n", {"level": "none"}),
+        ToolEnded("call_1", "terminal", "completed", 0, "a\nb\n", UNSANDBOXED),
         ContentDelta("Done."),
     ]
     for event in events:
@@ -124,7 +125,7 @@ async def test_every_kind_of_event_keeps_its_order_on_the_wire() -> None:
     assert all(m["sessionId"] == "s1" and m["turnId"] == "t1" for m in wire.messages)
     assert wire.texts("tool_args") == ['{"name": "terminal"}']
     assert wire.texts("tool_output") == ["a\nb\n"]
-    assert wire.messages[7]["sandbox"] == {"level": "none"}
+    assert wire.messages[7]["sandbox"] == {"level": "none", "network": True}
 
 
 async def test_streamed_text_adds_up_to_exactly_what_the_model_wrote() -> None:

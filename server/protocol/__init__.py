@@ -1,0 +1,189 @@
+"""The Gatehouse wire contract: every message, where it is defined, and which clients use it.
+
+Open this file to answer "where is message X defined, and who uses it": :data:`METHODS` lists every
+method and notification with its params and result models and the clients that speak it (a test
+checks the client lists against the clients' sources). The models live in the modules of this
+package, one concern each; ``docs/schema/gatehouse.schema.json`` is generated from them
+(``python -m server.protocol.schema``) and the TypeScript types of the VS Code client are
+generated from that file. ``docs/protocol.md`` describes the same contract for people.
+
+Shared literals (stop reasons, tool statuses, decisions, isolation levels) are declared once, in
+``engine/`` and ``sandbox/``, and only imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from server.protocol.approvals import SandboxState, ToolConfirmParams, ToolConfirmResult
+from server.protocol.base import ClientAnswer, StrictParams, WireModel, optional
+from server.protocol.chat import (
+    CancelParams,
+    CancelResult,
+    ChatParams,
+    ChatResult,
+    ToolCallSummary,
+)
+from server.protocol.errors import (
+    ERROR_CODES,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    BusySessionData,
+    ErrorData,
+    InvalidParamsData,
+    ModelUnavailableData,
+    UnwiredGateData,
+)
+from server.protocol.status import (
+    GatehouseCapabilities,
+    SandboxReport,
+    SessionSummary,
+    StatusParams,
+    StatusResult,
+)
+from server.protocol.stream import (
+    ContentEvent,
+    ReasoningEvent,
+    StatusEvent,
+    StreamEvent,
+    StreamHead,
+    ToolArgsEvent,
+    ToolEndEvent,
+    ToolOutputEvent,
+    ToolStartEvent,
+    stream_event_adapter,
+)
+
+AGENT_CHAT = "agent/chat"
+AGENT_CANCEL = "agent/cancel"
+AGENT_STATUS = "agent/status"
+AGENT_STREAM = "agent/stream"
+TOOL_CONFIRM = "toolConfirm"
+
+Client = Literal["vscode", "chat"]
+"""The clients this repository ships: ``vscode`` (vscode-client/src), ``chat`` (harness/, the
+``gatehouse chat`` terminal client)."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method or notification of the contract."""
+
+    name: str
+    kind: Literal["request", "notification"]
+    direction: Literal["client->server", "server->client"]
+    params: Any
+    """The params model (a pydantic model class or an annotated union); None: no params."""
+    result: Any
+    """The result model; None for notifications."""
+    clients: tuple[Client, ...]
+    """The shipped clients that send (client->server) or handle (server->client) it."""
+    summary: str
+
+
+METHODS: tuple[Method, ...] = (
+    Method(
+        AGENT_CHAT,
+        "request",
+        "client->server",
+        ChatParams,
+        ChatResult,
+        ("vscode", "chat"),
+        "Run one turn: the model answers, gated tool calls are asked about and run.",
+    ),
+    Method(
+        AGENT_CANCEL,
+        "request",
+        "client->server",
+        CancelParams,
+        CancelResult,
+        ("vscode", "chat"),
+        "Stop a session's running turn; its agent/chat returns stopReason cancelled.",
+    ),
+    Method(
+        AGENT_STATUS,
+        "request",
+        "client->server",
+        StatusParams,
+        StatusResult,
+        ("vscode",),
+        "The server's backend, model, workspace, isolation and sessions.",
+    ),
+    Method(
+        AGENT_STREAM,
+        "notification",
+        "server->client",
+        StreamEvent,
+        None,
+        ("vscode", "chat"),
+        "Everything a running turn does, in order: text deltas, tool calls, output, status.",
+    ),
+    Method(
+        TOOL_CONFIRM,
+        "request",
+        "server->client",
+        ToolConfirmParams,
+        ToolConfirmResult,
+        ("vscode", "chat"),
+        "May this tool call run? Nothing runs until the answer is allow or allow_session.",
+    ),
+)
+"""Every Gatehouse method. The standard LSP messages the server also uses (``initialize`` with
+:class:`GatehouseCapabilities` under ``capabilities.experimental.gatehouse``,
+``window/showMessageRequest`` as the approval fallback, ``window/showMessage``, ``$/progress``,
+``$/cancelRequest``) are described in ``docs/protocol.md``."""
+
+__all__ = [
+    "AGENT_CANCEL",
+    "AGENT_CHAT",
+    "AGENT_STATUS",
+    "AGENT_STREAM",
+    "ERROR_CODES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHODS",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "TOOL_CONFIRM",
+    "BusySessionData",
+    "CancelParams",
+    "CancelResult",
+    "ChatParams",
+    "ChatResult",
+    "Client",
+    "ClientAnswer",
+    "ContentEvent",
+    "ErrorData",
+    "GatehouseCapabilities",
+    "InvalidParamsData",
+    "Method",
+    "ModelUnavailableData",
+    "ReasoningEvent",
+    "SandboxReport",
+    "SandboxState",
+    "SessionSummary",
+    "StatusEvent",
+    "StatusParams",
+    "StatusResult",
+    "StreamEvent",
+    "StreamHead",
+    "StrictParams",
+    "ToolArgsEvent",
+    "ToolCallSummary",
+    "ToolConfirmParams",
+    "ToolConfirmResult",
+    "ToolEndEvent",
+    "ToolOutputEvent",
+    "ToolStartEvent",
+    "UnwiredGateData",
+    "WireModel",
+    "optional",
+    "stream_event_adapter",
+]
