@@ -25,7 +25,7 @@ from typing import Any
 
 import _common as c
 
-from server.rpc_client import RpcClient, RpcError
+from harness.connection import ErrorResponse, RpcClient
 
 HEAVY_MODULES = ("torch", "transformers", "llama_cpp")
 
@@ -147,7 +147,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return c.script_main(__doc__, run, report, argv, errors=(RpcError, RuntimeError))
+    return c.script_main(__doc__, run, report, argv, errors=(ErrorResponse, RuntimeError))
 
 
 if __name__ == "__main__":

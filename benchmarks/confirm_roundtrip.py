@@ -34,7 +34,7 @@ from typing import Any
 
 import _common as c
 
-from server.rpc_client import RpcClient, RpcError
+from harness.connection import ErrorResponse, RpcClient
 
 RUNNING = "Running list_files"
 
@@ -257,7 +257,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return c.script_main(__doc__, run, report, argv, errors=(RpcError,))
+    return c.script_main(__doc__, run, report, argv, errors=(ErrorResponse,))
 
 
 if __name__ == "__main__":

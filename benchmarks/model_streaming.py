@@ -7,7 +7,7 @@ string), tools disabled. In one run, interleaved round-robin (the order rotates 
 - (a) **in-process**: ``llama_cpp.Llama`` in this process, ``create_chat_completion(stream=True)``
   on the messages Gatehouse builds (``engine.prompting.chat_messages``): the floor;
 - (b) **gatehouse**: ``python -m server --backend llama_cpp --threads 1`` over stdio, read by
-  ``server.rpc_client.RpcClient``; one ``agent/chat`` (``enableTools: false``) per run;
+  ``harness.connection.RpcClient``; one ``agent/chat`` (``enableTools: false``) per run;
 - (c) **llama.cpp server**: ``python -m llama_cpp.server`` (llama-cpp-python's OpenAI-compatible
   server), ``/v1/chat/completions`` streamed over SSE with httpx;
 - (d) **gatehouse cancel**: a 400-token ``agent/chat``; after 20 ``content`` notifications (plus
@@ -47,7 +47,7 @@ from llama_cpp import Llama
 from engine.backends.base import Message
 from engine.models import embedded_model
 from engine.prompting import chat_messages
-from server.rpc_client import RpcClient, RpcError
+from harness.connection import ErrorResponse, RpcClient
 
 PROMPT = (
     "Write a long, detailed essay about the history of computing, from the abacus to modern "
@@ -652,7 +652,7 @@ def report(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return c.script_main(
-        __doc__, run, report, argv, errors=(RpcError, RuntimeError, httpx.HTTPError)
+        __doc__, run, report, argv, errors=(ErrorResponse, RuntimeError, httpx.HTTPError)
     )
 
 

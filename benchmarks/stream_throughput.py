@@ -6,7 +6,7 @@ to end, ``agent/stream`` notifications/s, the mean delta size (tokens and charac
 notification: coalescing merges tokens), and the first-delta latency (request to the first
 ``content`` notification).
 
-Baseline, in the same run and with the same reader (``server.rpc_client.RpcClient``): the bare
+Baseline, in the same run and with the same reader (``harness.connection.RpcClient``): the bare
 pygls server (``benchmarks/baseline_server.py``) answering ``bench/flood`` by sending one
 ``agent/stream``-shaped notification per token of the same text, uncoalesced, as fast as it can.
 Gatehouse tokens/s / baseline notifications/s says how close Gatehouse gets, per token, to the raw
@@ -31,7 +31,7 @@ from typing import Any
 import _common as c
 
 from engine.backends.scripted import split_into_tokens
-from server.rpc_client import RpcClient, RpcError
+from harness.connection import ErrorResponse, RpcClient
 
 TARGET_TOKENS = 20_000
 
@@ -289,7 +289,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return c.script_main(__doc__, run, report, argv, errors=(RpcError,))
+    return c.script_main(__doc__, run, report, argv, errors=(ErrorResponse,))
 
 
 if __name__ == "__main__":

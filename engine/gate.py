@@ -1,23 +1,24 @@
 """The gate policy: which tool calls must be approved by a person before they run.
 
 This module is the single source of truth for the three permission flags. The semantics are the
-seed's, exactly::
+seed's, exactly, with "runs code" a property of the tool (``Tool.runs_code``: ``python`` and
+``terminal``)::
 
-    needs_confirm = (
-        confirm_tool_calls or (confirm_code_execution and name in CODE_EXECUTION_TOOL_NAMES)
-    ) and not bypass_permissions
+    needs_confirm = (confirm_tool_calls or (confirm_code_execution and tool.runs_code))
+                    and not bypass_permissions
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-CODE_EXECUTION_TOOL_NAMES: frozenset[str] = frozenset({"python", "terminal"})
-"""Tools that execute code. Kept here and nowhere else."""
+if TYPE_CHECKING:  # the protocol imports ConfirmReason from here: keep this module light
+    from engine.tools.base import Tool
 
 ConfirmReason = Literal["code_execution", "all_tools"]
+"""Why a call is asked about (the wire's ``reason``)."""
 
 
 @dataclass(frozen=True)
@@ -28,16 +29,15 @@ class GatePolicy:
     confirm_code_execution: bool = True
     bypass_permissions: bool = False
 
-    def needs_confirm(self, name: str) -> bool:
-        """True when a call of tool ``name`` must be approved before it runs."""
+    def needs_confirm(self, tool: Tool) -> bool:
+        """True when a call of ``tool`` must be approved before it runs."""
         return (
-            self.confirm_tool_calls
-            or (self.confirm_code_execution and name in CODE_EXECUTION_TOOL_NAMES)
+            self.confirm_tool_calls or (self.confirm_code_execution and tool.runs_code)
         ) and not self.bypass_permissions
 
-    def reason(self, name: str) -> ConfirmReason:
-        """Why a call of ``name`` is asked about (only meaningful when :meth:`needs_confirm`)."""
-        if self.confirm_code_execution and name in CODE_EXECUTION_TOOL_NAMES:
+    def reason(self, tool: Tool) -> ConfirmReason:
+        """Why a call of ``tool`` is asked about (only meaningful when :meth:`needs_confirm`)."""
+        if self.confirm_code_execution and tool.runs_code:
             return "code_execution"
         return "all_tools"
 
@@ -46,7 +46,7 @@ def unwireable_flag(
     policy: GatePolicy,
     *,
     tools_enabled: bool,
-    enabled_tools: Collection[str],
+    enabled_tools: Collection[Tool],
     max_tool_calls: int,
 ) -> Literal["confirmToolCalls", "confirmCodeExecution"] | None:
     """The flag that would need a prompt the client cannot show, or ``None``.
@@ -58,9 +58,8 @@ def unwireable_flag(
     """
     if policy.bypass_permissions or not tools_enabled or max_tool_calls <= 0:
         return None
-    enabled = set(enabled_tools)
-    if policy.confirm_tool_calls and enabled:
+    if policy.confirm_tool_calls and enabled_tools:
         return "confirmToolCalls"
-    if policy.confirm_code_execution and enabled & CODE_EXECUTION_TOOL_NAMES:
+    if policy.confirm_code_execution and any(tool.runs_code for tool in enabled_tools):
         return "confirmCodeExecution"
     return None

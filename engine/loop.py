@@ -22,7 +22,6 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
@@ -39,10 +38,10 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
-from engine.gate import CODE_EXECUTION_TOOL_NAMES, GatePolicy
+from engine.gate import GatePolicy
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
-from sandbox.tiers import Sandbox
+from sandbox.box import Box
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +60,6 @@ class TurnRequest:
     max_tool_calls: int = 25
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tool_timeout_seconds: float = 120.0
-    sandbox: Sandbox | None = None
-    """The isolation code runs under; None means only a scrubbed environment."""
-    scratch_dir: Path | None = None
-    """The session's private temporary folder for code execution."""
 
 
 @dataclass
@@ -142,6 +137,7 @@ class _Turn:
         self.calls_used = 0
         self.succeeded: set[str] = set()
         self.offered = loop.offered_tools(request)
+        self.box = loop.box.unconfined() if request.policy.bypass_permissions else loop.box
 
     def result(self, stop_reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
@@ -225,10 +221,8 @@ class _Turn:
             args = tool.parse_arguments(call.arguments)
         except ToolError as exc:
             return None, None, str(exc)
-        sandbox = self.request.sandbox
-        bypass = self.request.policy.bypass_permissions
-        if call.name in CODE_EXECUTION_TOOL_NAMES and sandbox is not None and not bypass:
-            refusal = sandbox.refusal()
+        if tool.runs_code:
+            refusal = self.box.refusal()
             if refusal is not None:  # never run weaker than the configured minimum
                 return None, None, refusal
         if _call_key(call.name, call.arguments) in self.succeeded:
@@ -252,7 +246,7 @@ class _Turn:
         tool, args, problem = self._problem(call)
         needs_confirm = (
             tool is not None
-            and self.request.policy.needs_confirm(call.name)
+            and self.request.policy.needs_confirm(tool)
             and call.name not in self.conversation.allowed_tools
         )
         self.emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
@@ -263,7 +257,8 @@ class _Turn:
 
         try:
             if needs_confirm:
-                refusal = await self._ask(record)
+                assert tool is not None
+                refusal = await self._ask(record, tool)
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
@@ -282,23 +277,26 @@ class _Turn:
 
     async def _execute(self, tool: Tool, args: Any, record: ToolCallRecord) -> ToolOutcome:
         ctx = ToolContext(
-            workspace=self.loop.workspace,
+            workspace=self.box.workspace,
             timeout_seconds=self.request.tool_timeout_seconds,
             on_output=lambda text: self.emit(ToolOutput(record.id, text)),
-            bypass_sandbox=self.request.policy.bypass_permissions,
-            sandbox=self.request.sandbox,
-            scratch_dir=self.request.scratch_dir,
+            box=self.box,
         )
         try:
             return await tool.run(args, ctx)
         except ToolError as exc:
             return ToolOutcome(text=str(exc), failed=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool bug must still end its call (tool_start -> tool_end)
+            logger.exception("tool %s failed unexpectedly", record.name)
+            return ToolOutcome(text=f"The tool failed unexpectedly: {exc}", failed=True)
 
-    async def _ask(self, record: ToolCallRecord) -> tuple[ToolStatus, str] | None:
+    async def _ask(self, record: ToolCallRecord, tool: Tool) -> tuple[ToolStatus, str] | None:
         """Ask for approval. None means run it; otherwise the status and what the model is told."""
         emit = self.emit
         emit(StatusNote(f"Waiting for approval: {record.name}"))
-        reason = self.request.policy.reason(record.name)
+        reason = self.request.policy.reason(tool)
         try:
             outcome = await self.approve(
                 ApprovalRequest(record.id, record.name, record.arguments, reason)
@@ -331,12 +329,12 @@ class _Turn:
 
 
 class AgentLoop:
-    """Runs requests against one backend with a fixed set of tools and one workspace."""
+    """Runs requests against one backend with a fixed set of tools in one session's box."""
 
-    def __init__(self, backend: Backend, tools: Mapping[str, Tool], workspace: Path) -> None:
+    def __init__(self, backend: Backend, tools: Mapping[str, Tool], box: Box) -> None:
         self.backend = backend
         self.tools = dict(tools)
-        self.workspace = workspace
+        self.box = box
 
     def offered_tools(self, request: TurnRequest) -> list[Tool]:
         if not request.tools_enabled:

@@ -156,6 +156,9 @@ async def _run(
     except OSError as exc:
         os.close(read_fd)
         return not_started(f"Could not start {spec.argv[0]!r}: {exc.strerror or exc}.")
+    except ValueError as exc:  # e.g. a NUL byte in an argument: nothing can start
+        os.close(read_fd)
+        return not_started(f"Could not start the command: {exc}.")
     except BaseException:
         os.close(read_fd)
         raise

@@ -137,6 +137,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from server.doctor import run_doctor  # noqa: PLC0415
 
         return run_doctor(args.json, args.network)
-    from server.harness import run_chat  # noqa: PLC0415 - the harness does not need the server
+    from harness.chat import run_chat  # noqa: PLC0415 - the client does not need the server
 
     return run_chat(args)

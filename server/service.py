@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
 from engine.loop import AgentLoop, TurnControl, TurnRequest, TurnResult
 from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
+from sandbox.box import Box
 from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import Approvals, ClientChannel, PromptSettings
 from server.backends import BackendManager
@@ -166,16 +167,16 @@ class AgentService:
             max_tool_calls=params.max_tool_calls,
             options=GenerationOptions(params.max_tokens, params.temperature, params.seed),
             tool_timeout_seconds=o.tool_timeout_seconds,
-            sandbox=self.sandbox,
         )
 
-    def _scratch_for(self, session: Session) -> Path | None:
-        """The session's private tmp: created on first use, removed with the server's root."""
-        if self.scratch_root is None:
-            return None
-        path = self.scratch_root / session.session_id
-        path.mkdir(mode=0o700, exist_ok=True)
-        return path
+    def _box_for(self, session_id: str) -> Box:
+        """A new session's box: the workspace, this machine's sandbox and a private tmp (removed
+        with the server's scratch root)."""
+        scratch = None
+        if self.scratch_root is not None:
+            scratch = self.scratch_root / session_id
+            scratch.mkdir(mode=0o700, exist_ok=True)
+        return Box(self.workspace, self.sandbox, scratch)
 
     def _check_gate_is_wired(self, request: TurnRequest) -> None:
         if self.client.tool_confirm or self.client.show_message_request:
@@ -184,7 +185,7 @@ class AgentService:
         flag = unwireable_flag(
             request.policy,
             tools_enabled=request.tools_enabled,
-            enabled_tools=names,
+            enabled_tools=[BUILTIN_TOOLS[name] for name in names],
             max_tool_calls=request.max_tool_calls,
         )
         if flag is not None:
@@ -214,7 +215,7 @@ class AgentService:
 
     def _session_for(self, params: ChatParams) -> Session:
         if params.session_id is None:
-            return self.sessions.create()
+            return self.sessions.create(self._box_for)
         session = self.sessions.get(params.session_id)
         if session is None:
             raise unknown_session(params.session_id)
@@ -233,7 +234,6 @@ class AgentService:
         others = [s for s in self.sessions.all() if s.session_id != params.session_id]
         self.models.check_switch(params.model, any(s.busy for s in others))
         session = self._session_for(params)
-        request = replace(request, scratch_dir=self._scratch_for(session))
 
         turn_id = session.next_turn_id()
         control = TurnControl()
@@ -257,7 +257,7 @@ class AgentService:
                 task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
                 result = TurnResult("cancelled", "", [])
                 return self._result(session, turn_id, result)
-            loop = AgentLoop(backend, BUILTIN_TOOLS, self.workspace)
+            loop = AgentLoop(backend, BUILTIN_TOOLS, session.box)
             result = await loop.run(
                 session.conversation,
                 request,

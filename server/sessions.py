@@ -1,16 +1,21 @@
-"""Chat sessions: a conversation, its session-wide approvals, and at most one running turn."""
+"""Chat sessions: a conversation, its session-wide approvals, its box, and at most one running
+turn."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.loop import Conversation, TurnControl
+from sandbox.box import Box
 
 
 @dataclass
 class Session:
     session_id: str
+    box: Box
+    """Where this session's approved code runs (bound when the session starts)."""
     conversation: Conversation = field(default_factory=Conversation)
     turns: int = 0
     active: TurnControl | None = None
@@ -29,8 +34,10 @@ class SessionStore:
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
 
-    def create(self) -> Session:
-        session = Session("s_" + secrets.token_hex(8))
+    def create(self, make_box: Callable[[str], Box]) -> Session:
+        """A new session; ``make_box(session_id)`` binds where its code runs."""
+        session_id = "s_" + secrets.token_hex(8)
+        session = Session(session_id, make_box(session_id))
         self._sessions[session.session_id] = session
         return session
 

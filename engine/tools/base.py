@@ -10,12 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sandbox.box import Box
 from sandbox.info import SandboxInfo
-from sandbox.tiers import Sandbox
 
 
 class ToolError(Exception):
@@ -35,11 +35,12 @@ class ToolContext:
     workspace: Path
     timeout_seconds: float
     on_output: Callable[[str], None] = field(default=lambda _text: None)
-    bypass_sandbox: bool = False
-    sandbox: Sandbox | None = None
-    """The isolation code runs under (None: only a scrubbed environment)."""
-    scratch_dir: Path | None = None
-    """The session's private temporary folder."""
+    box: Box | None = None
+    """Where approved code runs (bound per session; None: the workspace, no sandbox)."""
+
+    @property
+    def code_box(self) -> Box:
+        return self.box if self.box is not None else Box(self.workspace)
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,24 @@ class ToolOutcome:
     sandbox: SandboxInfo | None = None
 
 
+ToolKind = Literal["execute", "read", "search"]
+"""What a tool does: ``execute`` runs code (in the sandbox, asked about under
+``confirmCodeExecution``); ``read`` and ``search`` only look at the workspace."""
+
+
 class Tool(ABC):
     """A built-in tool."""
 
     name: ClassVar[str]
     description: ClassVar[str]
     args_model: ClassVar[type[ToolArgs]]
+    kind: ClassVar[ToolKind]
+
+    @property
+    def runs_code(self) -> bool:
+        """True for tools that execute code: they run in the sandbox and are refused below
+        ``sandbox.minLevel``."""
+        return self.kind == "execute"
 
     @classmethod
     def parameters_schema(cls) -> dict[str, Any]:

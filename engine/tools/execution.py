@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from engine.tools.base import Tool, ToolArgs, ToolContext, ToolOutcome
-from sandbox.runner import ExecRequest, ExecResult, execute
+from sandbox.runner import ExecResult
 
 
 class PythonArgs(ToolArgs):
@@ -38,37 +38,35 @@ def _outcome(result: ExecResult) -> ToolOutcome:
 
 class PythonTool(Tool):
     name = "python"
+    kind = "execute"
     description = "Run Python code in the workspace folder and return what it prints."
     args_model = PythonArgs
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
         assert isinstance(args, PythonArgs)
-        request = ExecRequest(
-            argv=(sys.executable, "-u", "-"),
-            cwd=ctx.workspace,
+        result = await ctx.code_box.run(
+            (sys.executable, "-u", "-"),
             timeout_seconds=ctx.timeout_seconds,
+            on_output=ctx.on_output,
             stdin=args.code.encode("utf-8"),
-            bypass=ctx.bypass_sandbox,
-            scratch_dir=ctx.scratch_dir,
         )
-        return _outcome(await execute(request, ctx.on_output, sandbox=ctx.sandbox))
+        return _outcome(result)
 
 
 class TerminalTool(Tool):
     name = "terminal"
+    kind = "execute"
     description = "Run a shell command in the workspace folder and return its output."
     args_model = TerminalArgs
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
         assert isinstance(args, TerminalArgs)
-        request = ExecRequest(
-            argv=(_shell(), "-c", args.command),
-            cwd=ctx.workspace,
+        result = await ctx.code_box.run(
+            (_shell(), "-c", args.command),
             timeout_seconds=ctx.timeout_seconds,
-            bypass=ctx.bypass_sandbox,
-            scratch_dir=ctx.scratch_dir,
+            on_output=ctx.on_output,
         )
-        return _outcome(await execute(request, ctx.on_output, sandbox=ctx.sandbox))
+        return _outcome(result)
 
 
 EXECUTION_TOOLS: tuple[Tool, ...] = (PythonTool(), TerminalTool())

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from engine.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
+from engine.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolKind, ToolOutcome
 from engine.workspace import display_path, resolve_in_workspace
 
 MAX_READ_BYTES = 256 * 1024  # read_file shows at most this many bytes of a file
@@ -357,6 +357,7 @@ class ReadFileTool(Tool):
     """``read_file``: the text of one file in the workspace."""
 
     name: ClassVar[str] = "read_file"
+    kind: ClassVar[ToolKind] = "read"
     description: ClassVar[str] = "Read a text file in the workspace and return its contents."
     args_model: ClassVar[type[ToolArgs]] = ReadFileArgs
 
@@ -369,6 +370,7 @@ class ListFilesTool(Tool):
     """``list_files``: the files and directories under a directory in the workspace."""
 
     name: ClassVar[str] = "list_files"
+    kind: ClassVar[ToolKind] = "read"
     description: ClassVar[str] = (
         "List the files and folders inside a folder of the workspace, "
         f"including subfolders up to {MAX_LIST_DEPTH} levels deep."
@@ -384,6 +386,7 @@ class SearchFilesTool(Tool):
     """``search_files``: lines matching a regular expression in the workspace's text files."""
 
     name: ClassVar[str] = "search_files"
+    kind: ClassVar[ToolKind] = "search"
     description: ClassVar[str] = (
         "Search the text files in the workspace for lines matching a regular expression "
         "and show each match as path:line number: line."

@@ -16,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.approvals import ClientDecision
+from engine.events import StopReason, ToolStatus
+from engine.gate import ConfirmReason
+from sandbox.info import IsolationLevel
 from server.protocol.approvals import SandboxState, ToolConfirmParams, ToolConfirmResult
 from server.protocol.base import ClientAnswer, StrictParams, WireModel, optional
 from server.protocol.chat import (
@@ -159,10 +163,13 @@ __all__ = [
     "ChatResult",
     "Client",
     "ClientAnswer",
+    "ClientDecision",
+    "ConfirmReason",
     "ContentEvent",
     "ErrorData",
     "GatehouseCapabilities",
     "InvalidParamsData",
+    "IsolationLevel",
     "Method",
     "ModelUnavailableData",
     "ReasoningEvent",
@@ -172,6 +179,7 @@ __all__ = [
     "StatusEvent",
     "StatusParams",
     "StatusResult",
+    "StopReason",
     "StreamEvent",
     "StreamHead",
     "StrictParams",
@@ -182,6 +190,7 @@ __all__ = [
     "ToolEndEvent",
     "ToolOutputEvent",
     "ToolStartEvent",
+    "ToolStatus",
     "UnwiredGateData",
     "WireModel",
     "optional",

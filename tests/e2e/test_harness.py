@@ -18,7 +18,13 @@ from typing import Any
 
 import pytest
 
-from server.rpc_client import ConnectionLost, RpcClient, RpcError, encode_message, read_message
+from harness.connection import (
+    ConnectionLost,
+    ErrorResponse,
+    RpcClient,
+    encode_message,
+    read_message,
+)
 
 TIMEOUT = 60.0
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -58,9 +64,12 @@ def chat_argv(workspace: Path, script: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         argv,
+        cwd=cwd,
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
@@ -233,7 +242,7 @@ class Terminal:
 def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Made it.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
-    term.read_until("[y]es / [s]ession / [n]o")
+    term.read_until("[y]es / [s]ession / [N]o")
     assert not (workspace / "made.txt").exists()
     term.type("y\n")
     assert term.finish() == 0, term.seen
@@ -245,12 +254,69 @@ def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None
 def test_ctrl_c_at_the_prompt_withdraws_it(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Never said.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
-    term.read_until("[y]es / [s]ession / [n]o")
+    term.read_until("[y]es / [s]ession / [N]o")
     term.proc.send_signal(signal.SIGINT)
-    term.read_until("(approval withdrawn)")
+    term.read_until("withdrawn: it did not run)")
     term.type("y\n")  # too late: nobody is asking any more
     assert term.finish() == 130, term.seen
     assert not (workspace / "made.txt").exists()
+
+
+# --- what approved code leaves in the workspace, and what the model writes ------------------------
+
+
+@pytest.mark.parametrize("layout", ["package", "module"])
+def test_a_server_package_planted_in_the_workspace_never_runs_on_the_host(
+    workspace: Path, script: Callable[..., Path], tmp_path: Path, layout: str
+) -> None:
+    # What one approved command could leave behind; the next `gatehouse chat` in that folder
+    # must still start the real server, not this (which would run unsandboxed, as the user).
+    canary = tmp_path / "canary"
+    payload = f"open({str(canary)!r}, 'w').write('ran')\n"
+    if layout == "package":
+        (workspace / "server").mkdir()
+        (workspace / "server" / "__init__.py").write_text(payload)
+        (workspace / "server" / "__main__.py").write_text(payload)
+    else:
+        (workspace / "server.py").write_text(payload)
+    s = script("The real server answered.")
+    proc = run(chat_argv(workspace, s, "hello"), cwd=workspace)
+    assert proc.returncode == 0, proc.stderr
+    assert "The real server answered." in proc.stdout
+    assert not canary.exists()
+
+
+SNEAKY = "touch hidden_ran.txt #\x1b[2K\x1b[1G  $ ls -la"
+
+
+def test_escape_codes_in_a_command_are_shown_not_obeyed(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    call = json.dumps({"name": "terminal", "arguments": {"command": SNEAKY}})
+    s = script(f"<tool_call>{call}</tool_call>", "Done \x1b[2J\u202eevil")
+    term = Terminal(chat_argv(workspace, s, "list files", "--approve", "ask"))
+    seen = term.read_until("[y]es / [s]ession / [N]o")
+    # the person sees the whole command, escapes written out, and is warned
+    assert "touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la" in seen
+    assert "hidden or control characters" in seen
+    assert "\x1b[2K" not in term.seen and "\x1b[1G" not in term.seen
+    term.type("y\n")
+    assert term.finish() == 0, term.seen
+    # what was shown is what ran, and the model's answer cannot clear the screen or flip text
+    assert (workspace / "hidden_ran.txt").exists()
+    assert "\x1b[2J" not in term.seen and "\u202e" not in term.seen
+    assert "Done \\x1b[2J<U+202E>evil" in ANSI.sub("", term.seen)
+
+
+def test_escape_codes_in_command_output_are_shown_not_obeyed(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    call = json.dumps({"name": "terminal", "arguments": {"command": "printf 'a\\033[2Jb\\n'"}})
+    s = script(f"<tool_call>{call}</tool_call>", "ok")
+    proc = run(chat_argv(workspace, s, "go", "--approve", "allow"))
+    assert proc.returncode == 0, proc.stderr
+    assert "a\\x1b[2Jb" in proc.stdout
+    assert "\x1b[2J" not in proc.stdout
 
 
 # --- Ctrl-C --------------------------------------------------------------------------------------
@@ -327,11 +393,11 @@ async def test_rpc_client_round_trip(workspace: Path, script: Callable[..., Path
         result = await client.request("agent/chat", {"prompt": "hi", "enableTools": False})
         assert result["text"] == "Plain answer with ünïcode ✓."
         assert "".join(streamed) == result["text"]
-        with pytest.raises(RpcError) as info:
+        with pytest.raises(ErrorResponse) as info:
             await client.request("agent/chat", {"prompt": "hi", "bogus": 1})
         assert info.value.code == -32602
         client.send_raw(b"Content-Length: 9\r\n\r\n{garbage}")
-        with pytest.raises(RpcError):
+        with pytest.raises(ErrorResponse):
             await client.request("agent/cancel", {"sessionId": "nope"})
     finally:
         assert await client.close() == 0

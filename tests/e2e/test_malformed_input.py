@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest_asyncio
 
-from server.rpc_client import RpcClient, RpcError
+from harness.connection import ErrorResponse, RpcClient
 
 
 class Wire:
@@ -101,7 +101,7 @@ async def test_requests_after_shutdown_are_refused_not_ignored(wire: Wire) -> No
     await wire.client.request("shutdown", None)
     try:
         await asyncio.wait_for(wire.client.request("agent/status", {}), 10)
-    except RpcError as exc:
+    except ErrorResponse as exc:
         assert exc.code == -32600 and "shutting down" in exc.message
     else:
         raise AssertionError("a request after shutdown must get an error")

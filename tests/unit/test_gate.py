@@ -1,6 +1,7 @@
 """The confirmation gate: which tool calls a person must approve, and which requests are refused.
 
-The truth table is checked against the seed formula written out here, independently of the code::
+The truth table is checked against the seed formula written out here, independently of the code
+(the code reads "runs code" from the tool, the formula from the names)::
 
     needs_confirm = (confirm_tool_calls or (confirm_code_execution and name in {python, terminal}))
                     and not bypass_permissions
@@ -12,12 +13,17 @@ import itertools
 
 import pytest
 
-from engine.gate import CODE_EXECUTION_TOOL_NAMES, GatePolicy, unwireable_flag
-from engine.tools import BUILTIN_TOOL_NAMES
+from engine.gate import GatePolicy, unwireable_flag
+from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
+from engine.tools.base import Tool
 
 CODE_TOOLS = ("python", "terminal")
 FILE_TOOLS = ("read_file", "list_files", "search_files")
 ALL_TOOLS = (*CODE_TOOLS, *FILE_TOOLS)
+
+
+def tools(names: tuple[str, ...]) -> list[Tool]:
+    return [BUILTIN_TOOLS[name] for name in names]
 
 
 def seed_needs_confirm(
@@ -57,23 +63,24 @@ def test_user_is_asked_exactly_when_the_seed_rule_says_so(
     policy = GatePolicy(
         confirm_tool_calls=ctc, confirm_code_execution=cce, bypass_permissions=bypass
     )
-    assert policy.needs_confirm(name) is expected
+    assert policy.needs_confirm(BUILTIN_TOOLS[name]) is expected
 
 
 def test_default_policy_asks_before_code_runs_but_not_before_reading_files() -> None:
     policy = GatePolicy()
-    assert [name for name in ALL_TOOLS if policy.needs_confirm(name)] == list(CODE_TOOLS)
+    asked = [name for name in ALL_TOOLS if policy.needs_confirm(BUILTIN_TOOLS[name])]
+    assert asked == list(CODE_TOOLS)
 
 
-def test_code_execution_tools_are_exactly_python_and_terminal() -> None:
-    assert frozenset({"python", "terminal"}) == CODE_EXECUTION_TOOL_NAMES
+def test_the_tools_that_run_code_are_exactly_python_and_terminal() -> None:
+    assert {t.name for t in BUILTIN_TOOLS.values() if t.runs_code} == set(CODE_TOOLS)
 
 
 def test_every_builtin_tool_is_classified_by_the_gate() -> None:
-    # A new built-in tool must be placed on one side of the gate on purpose: if it runs code it
-    # belongs in CODE_EXECUTION_TOOL_NAMES, otherwise it is one of the read-only file tools.
+    # A new built-in tool must be placed on one side of the gate on purpose: its kind says
+    # whether it runs code; this table (and the seed formula above) must then be extended.
     assert set(BUILTIN_TOOL_NAMES) == set(ALL_TOOLS)
-    assert set(BUILTIN_TOOL_NAMES) >= CODE_EXECUTION_TOOL_NAMES
+    assert {t.kind for t in BUILTIN_TOOLS.values()} <= {"execute", "read", "search"}
 
 
 @pytest.mark.parametrize(
@@ -106,8 +113,8 @@ def test_every_builtin_tool_is_classified_by_the_gate() -> None:
 def test_prompt_tells_the_user_why_they_are_asked(
     policy: GatePolicy, name: str, reason: str
 ) -> None:
-    assert policy.needs_confirm(name)
-    assert policy.reason(name) == reason
+    assert policy.needs_confirm(BUILTIN_TOOLS[name])
+    assert policy.reason(BUILTIN_TOOLS[name]) == reason
 
 
 # -- unwireable_flag: refusing up front a request whose approvals could not be asked ---------------
@@ -157,7 +164,7 @@ def test_request_that_can_never_prompt_is_not_refused(
     flag = unwireable_flag(
         policy,
         tools_enabled=tools_enabled,
-        enabled_tools=enabled_tools,
+        enabled_tools=tools(enabled_tools),
         max_tool_calls=max_tool_calls,
     )
     assert flag is None
@@ -195,6 +202,8 @@ def test_request_that_would_prompt_is_refused_naming_the_flag(
     policy: GatePolicy, enabled_tools: tuple[str, ...], flag: str
 ) -> None:
     assert (
-        unwireable_flag(policy, tools_enabled=True, enabled_tools=enabled_tools, max_tool_calls=1)
+        unwireable_flag(
+            policy, tools_enabled=True, enabled_tools=tools(enabled_tools), max_tool_calls=1
+        )
         == flag
     )

@@ -21,6 +21,7 @@ from engine.backends.hf import TransformersBackend, chatml
 from engine.events import AgentEvent, ContentDelta
 from engine.loop import AgentLoop, ApprovalOutcome, ApprovalRequest, Conversation, TurnRequest
 from engine.prompting import chat_messages
+from sandbox.box import Box
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
@@ -250,7 +251,7 @@ async def test_the_agent_loop_streams_the_tiny_model(tiny: str, tmp_path: Path) 
         raise AssertionError("no tools are offered")
 
     request = TurnRequest("hi", tools_enabled=False, options=GenerationOptions(max_tokens=24))
-    result = await AgentLoop(backend, {}, tmp_path).run(
+    result = await AgentLoop(backend, {}, Box(tmp_path)).run(
         Conversation(), request, approve, events.append
     )
     assert result.stop_reason in ("end_turn", "max_tokens")

@@ -33,6 +33,7 @@ from engine.loop import (
     TurnResult,
 )
 from engine.tools import BUILTIN_TOOLS
+from sandbox.box import Box
 
 HANG_GUARD = 30.0  # seconds; only stops a broken test from hanging, never asserted on
 
@@ -128,7 +129,7 @@ class Harness:
 
     def loop(self, turns: Sequence[str]) -> AgentLoop:
         self.backend = ScriptedBackend([ScriptedTurn(t) for t in turns])
-        return AgentLoop(self.backend, BUILTIN_TOOLS, self.workspace)
+        return AgentLoop(self.backend, BUILTIN_TOOLS, Box(self.workspace))
 
     async def run(
         self,
@@ -532,7 +533,7 @@ async def test_cancel_while_waiting_for_approval_returns_cancelled(tmp_path: Pat
     events: list[AgentEvent] = []
     conversation = Conversation()
     backend = ScriptedBackend([ScriptedTurn(append("hello")), ScriptedTurn("Never reached.")])
-    loop = AgentLoop(backend, BUILTIN_TOOLS, tmp_path)
+    loop = AgentLoop(backend, BUILTIN_TOOLS, Box(tmp_path))
     control = TurnControl()
     task = asyncio.create_task(
         loop.run(conversation, TurnRequest("go"), approver, events.append, control)
@@ -553,7 +554,7 @@ async def test_cancel_while_waiting_for_approval_returns_cancelled(tmp_path: Pat
     assert backend.remaining_turns == 1
 
     # the conversation can go on after a cancel
-    follow_up = AgentLoop(ScriptedBackend([ScriptedTurn("Fine.")]), BUILTIN_TOOLS, tmp_path)
+    follow_up = AgentLoop(ScriptedBackend([ScriptedTurn("Fine.")]), BUILTIN_TOOLS, Box(tmp_path))
     again = await asyncio.wait_for(
         follow_up.run(conversation, TurnRequest("never mind"), approver, events.append),
         HANG_GUARD,
@@ -566,7 +567,7 @@ async def test_cancel_not_requested_through_the_control_propagates(
     tmp_path: Path, with_control: bool
 ) -> None:
     approver = NeverAnswers()
-    loop = AgentLoop(ScriptedBackend([ScriptedTurn(append("hello"))]), BUILTIN_TOOLS, tmp_path)
+    loop = AgentLoop(ScriptedBackend([ScriptedTurn(append("hello"))]), BUILTIN_TOOLS, Box(tmp_path))
     control = TurnControl() if with_control else None
     task = asyncio.create_task(
         loop.run(Conversation(), TurnRequest("go"), approver, lambda _e: None, control)
@@ -599,7 +600,7 @@ async def test_cancel_while_a_command_runs_kills_it_and_returns_cancelled(tmp_pa
     loop = AgentLoop(
         ScriptedBackend([ScriptedTurn(call("terminal", command=command)), ScriptedTurn("x")]),
         BUILTIN_TOOLS,
-        tmp_path,
+        Box(tmp_path),
     )
     control = TurnControl()
 

@@ -12,6 +12,7 @@ from engine.backends.scripted import ScriptedBackend, ScriptedTurn
 from engine.gate import GatePolicy
 from engine.loop import AgentLoop, ApprovalOutcome, ApprovalRequest, Conversation, TurnRequest
 from engine.tools import BUILTIN_TOOLS
+from sandbox.box import Box
 from sandbox.bwrap import bwrap_argv, reexposed_paths
 from sandbox.info import SandboxInfo
 from sandbox.policy import SandboxSettings
@@ -43,17 +44,15 @@ async def test_refused_code_never_prompts_and_never_runs(tmp_path: Path) -> None
         asked.append(request)
         return ApprovalOutcome("allow")
 
-    loop = AgentLoop(backend, BUILTIN_TOOLS, tmp_path)
-    result = await loop.run(
-        Conversation(), TurnRequest("go", sandbox=_weak()), approve, lambda _e: None
-    )
+    loop = AgentLoop(backend, BUILTIN_TOOLS, Box(tmp_path, _weak()))
+    result = await loop.run(Conversation(), TurnRequest("go"), approve, lambda _e: None)
     assert asked == []
     assert not (tmp_path / "made.txt").exists()
     assert result.tool_calls[0].status == "failed"
     # bypassPermissions is an explicit choice to run outside the box: it is not refused.
     backend2 = ScriptedBackend([ScriptedTurn(f"<tool_call>{call}</tool_call>"), ScriptedTurn("ok")])
-    bypass = TurnRequest("go", policy=GatePolicy(bypass_permissions=True), sandbox=_weak())
-    await AgentLoop(backend2, BUILTIN_TOOLS, tmp_path).run(
+    bypass = TurnRequest("go", policy=GatePolicy(bypass_permissions=True))
+    await AgentLoop(backend2, BUILTIN_TOOLS, Box(tmp_path, _weak())).run(
         Conversation(), bypass, approve, lambda _e: None
     )
     assert (tmp_path / "made.txt").exists()

@@ -177,8 +177,9 @@ export class ServerManager implements vscode.Disposable {
       command: found.command,
       // No `transport`: with TransportKind.stdio vscode-languageclient appends `--stdio`, which the
       // server's argument parser rejects. Without it, stdio is still the channel.
-      args: ['-m', 'server'],
-      // A neutral folder, so a `server` package in the user's workspace is never what runs.
+      // -P and a neutral folder: a `server` package in the user's workspace (which approved code
+      // can write) is never what runs.
+      args: ['-P', '-m', 'server'],
       options: { cwd: this.context.extensionPath },
     };
     const client = new LanguageClient('gatehouse', 'Gatehouse', serverOptions, {

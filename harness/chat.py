@@ -1,10 +1,11 @@
 """``gatehouse chat``: a terminal client that drives a real ``gatehouse serve`` child over stdio.
 
-It is an ordinary JSON-RPC client (:mod:`server.rpc_client`): what it shows is exactly what an
-editor would get. Approvals are answered by ``--approve`` or asked on the terminal; Ctrl-C during a
-turn sends ``agent/cancel`` (a second Ctrl-C quits at once). Exit codes: 0 when the turn ended
-normally (``end_turn``), 1 on an error response, a lost server or a turn stopped by a limit, 2 for
-usage errors, 130 after Ctrl-C.
+It is an ordinary JSON-RPC client (:mod:`harness.connection`) that reads every message through
+the protocol models: what it shows is exactly what an editor would get. Approvals are answered by
+``--approve`` or asked on the terminal (Enter denies); Ctrl-C during a turn sends ``agent/cancel``
+(a second Ctrl-C quits at once). Exit codes: 0 when the turn ended normally (``end_turn``), 1 on
+an error response, a lost server or a turn stopped by a limit, 2 for usage errors, 130 after
+Ctrl-C.
 """
 
 from __future__ import annotations
@@ -18,22 +19,38 @@ import logging
 import os
 import signal
 import sys
-import termios
-import threading
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from engine import __version__
-from server.harness_view import View
-from server.protocol import AGENT_CANCEL, AGENT_CHAT, AGENT_STREAM, TOOL_CONFIRM
-from server.rpc_client import ConnectionLost, RpcClient, RpcError
+from pydantic import ValidationError
+
+from harness.connection import ConnectionLost, ErrorResponse, RpcClient
+from harness.terminal import LineReader
+from harness.view import View
+from server.protocol import (
+    AGENT_CANCEL,
+    AGENT_CHAT,
+    AGENT_STREAM,
+    TOOL_CONFIRM,
+    ChatResult,
+    ClientDecision,
+    GatehouseCapabilities,
+    ToolConfirmParams,
+    ToolConfirmResult,
+    stream_event_adapter,
+)
+from server.protocol.display import visible
 
 logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-PROMPT = "  Allow? [y]es / [s]ession / [n]o: "
+PROMPT = "  Allow? [y]es / [s]ession / [N]o (Enter = no): "
 NO_TTY = "no terminal to ask on: denied; use --approve allow to allow"
-_ANSWERS = {
+NO_TTY_MESSAGE = "nobody was at a terminal to approve it"
+VERSION = metadata.version("gatehouse")
+_ANSWERS: dict[str, ClientDecision] = {
+    "": "deny",
     "y": "allow",
     "yes": "allow",
     "s": "allow_session",
@@ -47,85 +64,6 @@ _MESSAGE_TYPES = {1: "error", 2: "warning", 3: "info", 4: "log"}
 def _diag(text: str) -> None:
     sys.stderr.write(f"gatehouse chat: {text}\n")
     sys.stderr.flush()
-
-
-class LineReader:
-    """Reads lines from a file descriptor in a helper thread, one read at a time, on demand.
-
-    The event loop never blocks on the terminal, so a withdrawn approval prompt can simply stop
-    waiting. On a terminal, a line that arrives when nobody is asking any more is dropped: an
-    answer typed for a withdrawn prompt must not answer the next one.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self.is_tty = os.isatty(fd)
-        self._buffer = b""
-        self._eof = False
-        self._reading = False
-        self._waiter: asyncio.Future[str | None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def discard_typeahead(self) -> None:
-        """Forget anything typed before a question was shown."""
-        if self.is_tty:
-            self._buffer = b""
-            with contextlib.suppress(OSError, termios.error):
-                termios.tcflush(self._fd, termios.TCIFLUSH)
-
-    async def readline(self) -> str | None:
-        """The next line without its newline; None at end of input."""
-        line = self._take(final=self._eof)
-        if line is not None or self._eof:
-            return line
-        self._loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[str | None] = self._loop.create_future()
-        self._waiter = waiter
-        if not self._reading:
-            self._reading = True
-            threading.Thread(target=self._read, name="stdin-reader", daemon=True).start()
-        try:
-            return await waiter
-        finally:
-            if self._waiter is waiter:
-                self._waiter = None
-
-    def _take(self, *, final: bool) -> str | None:
-        if b"\n" in self._buffer:
-            raw, self._buffer = self._buffer.split(b"\n", 1)
-        elif final and self._buffer:
-            raw, self._buffer = self._buffer, b""
-        else:
-            return None
-        return raw.decode("utf-8", errors="replace").rstrip("\r")
-
-    def _read(self) -> None:  # in the helper thread
-        try:
-            data = os.read(self._fd, 4096)
-        except OSError:
-            data = b""
-        loop = self._loop
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is gone: we are exiting
-                loop.call_soon_threadsafe(self._received, data)
-
-    def _received(self, data: bytes) -> None:
-        self._reading = False
-        self._eof = self._eof or not data
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            if self.is_tty:
-                self._buffer = b""
-            else:
-                self._buffer += data
-            return
-        self._buffer += data
-        line = self._take(final=self._eof)
-        if line is not None or self._eof:
-            waiter.set_result(line)
-        else:
-            self._reading = True
-            threading.Thread(target=self._read, name="stdin-reader", daemon=True).start()
 
 
 class Chat:
@@ -148,6 +86,7 @@ class Chat:
         self.closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[Any] | None = None
+        self._no_tty_denial = False
 
     # --- output ----------------------------------------------------------------------------
 
@@ -167,31 +106,54 @@ class Chat:
         self.emit_json({**record, "params": message.get("params")})
 
     def _on_stream(self, params: Any) -> None:
-        if isinstance(params, dict):
-            self._learn_session(params.get("sessionId"))
-            self.view.stream(params)
+        try:
+            event = stream_event_adapter().validate_python(params)
+        except ValidationError as exc:
+            logger.warning("ignored an agent/stream notification outside the protocol: %s", exc)
+            return
+        self._learn_session(event.session_id)
+        self.view.stream(event)
 
     def _on_show_message(self, params: Any) -> None:
         if isinstance(params, dict):
             kind = _MESSAGE_TYPES.get(params.get("type", 3), "info")
-            _diag(f"[{kind}] {params.get('message', '')}")
+            _diag(f"[{kind}] {visible(str(params.get('message', '')))}")
 
     # --- approvals -------------------------------------------------------------------------
 
-    async def _on_tool_confirm(self, params: Any) -> dict[str, Any]:
-        params = params if isinstance(params, dict) else {}
-        self._learn_session(params.get("sessionId"))
+    async def _on_tool_confirm(self, raw: Any) -> dict[str, Any]:
+        try:
+            params = ToolConfirmParams.model_validate(raw)
+        except ValidationError:
+            self.view.note("an approval request the client cannot read: denied", "red")
+            return self._answer("deny", message="the client could not read the approval request")
+        self._learn_session(params.session_id)
         self.view.confirm(params)
+        decision = await self._decide(params)
+        if decision == "deny":
+            self.view.denied_here.add(params.tool_call_id)
+        message = NO_TTY_MESSAGE if decision == "deny" and self._no_tty_denial else None
+        return self._answer(decision, message=message, approval_id=params.approval_id)
+
+    @staticmethod
+    def _answer(
+        decision: ClientDecision, *, message: str | None = None, approval_id: str | None = None
+    ) -> dict[str, Any]:
+        return ToolConfirmResult(decision=decision, message=message, approval_id=approval_id).wire()
+
+    async def _decide(self, params: ToolConfirmParams) -> ClientDecision:
+        self._no_tty_denial = False
         mode = self.args.approve
         if mode == "allow":
             self.view.note("allowed (--approve allow)", "green")
-            return {"decision": "allow"}
+            return "allow"
         if mode == "deny":
             self.view.note("denied (--approve deny)", "red")
-            return {"decision": "deny"}
+            return "deny"
         if not self.lines.is_tty:
             self.view.note(NO_TTY, "red")
-            return {"decision": "deny", "message": "nobody was at a terminal to approve it"}
+            self._no_tty_denial = True
+            return "deny"
         self.lines.discard_typeahead()
         try:
             while True:
@@ -200,12 +162,12 @@ class Chat:
                 self.view.answered()
                 if line is None:
                     self.view.note("end of input: denied", "red")
-                    return {"decision": "deny"}
+                    return "deny"
                 decision = _ANSWERS.get(line.strip().lower())
                 if decision is not None:
-                    return {"decision": decision}
+                    return decision
         except asyncio.CancelledError:
-            self.view.note("(approval withdrawn)", "yellow")
+            self.view.note(f"(approval for {params.name} withdrawn: it did not run)", "yellow")
             raise
 
     # --- cancel and Ctrl-C -----------------------------------------------------------------
@@ -225,7 +187,7 @@ class Chat:
     async def _cancel(self, session_id: str) -> None:
         try:
             await self.client.request(AGENT_CANCEL, {"sessionId": session_id})
-        except RpcError as exc:
+        except ErrorResponse as exc:
             logger.warning("agent/cancel failed: %s", exc.message)
 
     def _on_sigint(self) -> None:
@@ -246,7 +208,9 @@ class Chat:
     # --- the conversation ------------------------------------------------------------------
 
     def _server_argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "server", "serve", "--log-level", self.args.log_level]
+        # -P: the current folder (the user's project, writable by approved code) is never put on
+        # sys.path, so a `server` package planted there can never be what starts.
+        argv = [sys.executable, "-P", "-m", "server", "serve", "--log-level", self.args.log_level]
         argv += ["--workspace", str(self.workspace)]
         for flag in ("backend", "script", "model", "threads"):
             value = getattr(self.args, flag, None)
@@ -256,14 +220,14 @@ class Chat:
             argv.append("--tool-grammar")
         return argv
 
-    async def _initialize(self) -> dict[str, Any]:
+    async def _initialize(self) -> GatehouseCapabilities | None:
         options = {k: getattr(self.args, k) for k in ("backend", "script", "model")}
         uri = self.workspace.as_uri()
         result = await self.client.request(
             "initialize",
             {
                 "processId": os.getpid(),
-                "clientInfo": {"name": "gatehouse-chat", "version": __version__},
+                "clientInfo": {"name": "gatehouse-chat", "version": VERSION},
                 "rootUri": uri,
                 "workspaceFolders": [
                     {"uri": uri, "name": self.workspace.name or str(self.workspace)}
@@ -277,9 +241,14 @@ class Chat:
         )
         self.client.notify("initialized", {})
         caps = result.get("capabilities", {}) if isinstance(result, dict) else {}
-        info = (caps.get("experimental") or {}).get("gatehouse") or {}
-        self.view.sandbox = info.get("sandbox")
-        return dict(info)
+        try:
+            described = (caps.get("experimental") or {})["gatehouse"]
+            info = GatehouseCapabilities.model_validate(described)
+        except (KeyError, TypeError, ValidationError):
+            logger.warning("the server did not describe itself (experimental.gatehouse)")
+            return None
+        self.view.sandbox = info.sandbox
+        return info
 
     async def turn(self, prompt: str) -> int:
         params: dict[str, Any] = {"prompt": prompt}
@@ -291,11 +260,11 @@ class Chat:
         self.turn_running, self.turn_session = True, self.session_id
         self.cancel_wanted = self.cancel_sent = False
         try:
-            result = await self.client.request(AGENT_CHAT, params)
+            raw = await self.client.request(AGENT_CHAT, params)
         except ConnectionLost:
             raise
-        except RpcError as exc:
-            self.view.end_turn({})
+        except ErrorResponse as exc:
+            self.view.end_turn(None)
             if self.args.json:
                 error = {"code": exc.code, "message": exc.message, "data": exc.data}
                 self.emit_json({"kind": "error", "method": AGENT_CHAT, "error": error})
@@ -304,16 +273,21 @@ class Chat:
         finally:
             self.turn_running = False
         if self.args.json:
-            self.emit_json({"kind": "result", "method": AGENT_CHAT, "result": result})
+            self.emit_json({"kind": "result", "method": AGENT_CHAT, "result": raw})
+        try:
+            result = ChatResult.model_validate(raw)
+        except ValidationError:
+            self.view.end_turn(None)
+            _diag("error: the server's agent/chat result is not in the protocol")
+            return EXIT_ERROR
         self.view.end_turn(result)
-        self.session_id = result.get("sessionId", self.session_id)
-        stop = result.get("stopReason")
-        if stop == "end_turn":
+        self.session_id = result.session_id
+        if result.stop_reason == "end_turn":
             return EXIT_OK
-        return EXIT_INTERRUPTED if stop == "cancelled" else EXIT_ERROR
+        return EXIT_INTERRUPTED if result.stop_reason == "cancelled" else EXIT_ERROR
 
-    async def repl(self, info: dict[str, Any]) -> int:
-        self.view.banner(info, str(self.workspace))
+    async def repl(self, info: GatehouseCapabilities | None) -> int:
+        self.view.banner(info.version if info else "?", str(self.workspace))
         while True:
             self.view.prompt("> ")
             line = await self.lines.readline()
@@ -354,7 +328,7 @@ class Chat:
                 _diag(f"the server exited unexpectedly (exit code {status})")
             except TimeoutError:
                 _diag("the server closed the connection")
-        except RpcError as exc:
+        except ErrorResponse as exc:
             _diag(f"error: {exc.message}")
         except asyncio.CancelledError:
             if not self.interrupted:
