@@ -92,7 +92,7 @@ $(VSC)/test/contract/node_modules/.package-lock.json: $(VSC)/test/contract/packa
 	cd $(VSC)/test/contract && npm ci --no-audit --no-fund --loglevel=error
 
 vscode-unit: $(VSC)/node_modules/.package-lock.json
-	cd $(VSC) && npm run --silent typecheck && npm run --silent lint && npm run --silent test:unit
+	cd $(VSC) && npm run --silent check:protocol && npm run --silent typecheck && npm run --silent lint && npm run --silent test:unit
 
 vscode-contract: $(DEV) $(VSC)/node_modules/.package-lock.json $(VSC)/test/contract/node_modules/.package-lock.json
 	cd $(VSC) && npm run --silent test:integration

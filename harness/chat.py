@@ -211,17 +211,10 @@ class Chat:
         # -P: the current folder (the user's project, writable by approved code) is never put on
         # sys.path, so a `server` package planted there can never be what starts.
         argv = [sys.executable, "-P", "-m", "server", "serve", "--log-level", self.args.log_level]
-        argv += ["--workspace", str(self.workspace)]
-        for flag in ("backend", "script", "model", "threads"):
-            value = getattr(self.args, flag, None)
-            if value is not None:
-                argv += [f"--{flag}", str(value)]
-        if getattr(self.args, "tool_grammar", None):
-            argv.append("--tool-grammar")
+        argv += ["--workspace", str(self.workspace), *self.args.server_flags]
         return argv
 
     async def _initialize(self) -> GatehouseCapabilities | None:
-        options = {k: getattr(self.args, k) for k in ("backend", "script", "model")}
         uri = self.workspace.as_uri()
         result = await self.client.request(
             "initialize",
@@ -236,7 +229,6 @@ class Chat:
                     "experimental": {"toolConfirm": True},
                     "window": {"showMessage": {}},
                 },
-                "initializationOptions": {k: v for k, v in options.items() if v is not None},
             },
         )
         self.client.notify("initialized", {})
@@ -351,11 +343,9 @@ def run_chat(args: argparse.Namespace) -> int:
     if args.prompt is not None and not args.prompt.strip():
         _diag("the prompt is empty (leave it out for an interactive session)")
         return EXIT_USAGE
-    if args.script is not None:
-        if not Path(args.script).is_file():
-            _diag(f"no such script file: {args.script}")
-            return EXIT_USAGE
-        args.script = str(Path(args.script).resolve())
+    if args.script is not None and not Path(args.script).is_file():
+        _diag(f"no such script file: {args.script}")
+        return EXIT_USAGE
     try:
         return asyncio.run(Chat(args).main())
     except KeyboardInterrupt:

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -53,11 +53,8 @@ class LaunchSettings:
     """What the command line said; it wins over ``initializationOptions``."""
 
     workspace: Path | None = None
-    backend: str | None = None
-    script: str | None = None
-    model: str | None = None
-    threads: int | None = None
-    tool_grammar: bool | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    """Options given as flags (wire names), applied over ``initializationOptions``."""
 
 
 Handler = Callable[[Any], Awaitable[WireModel] | WireModel]
@@ -120,20 +117,11 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
 
     def on_initialize(params: lsp.InitializeParams) -> dict[str, Any]:
         options, found = parse_options(params.initialization_options)
-        options = replace(
-            options,
-            backend=launch.backend or options.backend,
-            script=launch.script or options.script,
-            model=launch.model or options.model,
-            threads=launch.threads or options.threads,
-            tool_grammar=options.tool_grammar
-            if launch.tool_grammar is None
-            else launch.tool_grammar,
-        )
-        problems.extend(found)
+        options, from_flags = parse_options(launch.options, options)  # flags win
+        problems.extend(found + from_flags)
         settings = SandboxSettings(
-            network=options.sandbox_network,
-            min_level=options.sandbox_min_level,  # type: ignore[arg-type]  # checked by options
+            network=options.sandbox.network,
+            min_level=options.sandbox.min_level,
         )
         report = probe(settings)
         service.configure(

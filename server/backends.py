@@ -34,12 +34,12 @@ def create_backend(options: ServerOptions, model: str | None) -> Backend:
     if options.backend == "openai":
         from engine.backends.openai import OpenAIBackend  # noqa: PLC0415 - optional backend
 
-        if not options.openai_base_url:
+        if not options.openai.base_url:
             raise BackendError("The openai backend needs openai.baseUrl (e.g. http://host:8000/v1)")
-        api_key = os.environ.get(options.openai_api_key_env) if options.openai_api_key_env else None
+        api_key = os.environ.get(options.openai.api_key_env) if options.openai.api_key_env else None
         return OpenAIBackend(
-            base_url=options.openai_base_url,
-            model=model or options.openai_model or "default",
+            base_url=options.openai.base_url,
+            model=model or options.openai.model or "default",
             api_key=api_key,
         )
     entry = resolve_model(model)

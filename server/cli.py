@@ -6,10 +6,13 @@ import argparse
 import json
 import logging
 import sys
+import typing
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from engine import __version__
+from server.options import cli_options
 
 
 def _existing_dir(value: str) -> Path:
@@ -17,6 +20,40 @@ def _existing_dir(value: str) -> Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"not a directory: {value}")
     return path
+
+
+def add_option_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per option the schema marks as a flag (server.options)."""
+    for name, key, info in cli_options():
+        flag = "--" + name.replace("_", "-")
+        help_text = (info.description or "").split(". ")[0].rstrip(".")
+        kind = typing.get_args(info.annotation) or (info.annotation,)
+        if info.annotation is bool:
+            parser.add_argument(flag, dest=key, action="store_true", default=None, help=help_text)
+        elif typing.get_origin(info.annotation) is typing.Literal:
+            parser.add_argument(flag, dest=key, choices=kind, help=help_text)
+        elif int in kind:
+            parser.add_argument(flag, dest=key, type=int, help=help_text)
+        else:
+            parser.add_argument(flag, dest=key, help=help_text)
+
+
+def option_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The options given as flags, by wire name."""
+    given = {key: getattr(args, key, None) for _name, key, _info in cli_options()}
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def option_argv(args: argparse.Namespace) -> list[str]:
+    """The same options as ``gatehouse serve`` flags (what ``gatehouse chat`` passes on)."""
+    argv: list[str] = []
+    for name, key, _info in cli_options():
+        value = getattr(args, key, None)
+        if value is True:
+            argv.append("--" + name.replace("_", "-"))
+        elif value is not None and value is not False:
+            argv += ["--" + name.replace("_", "-"), str(value)]
+    return argv
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,22 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def engine_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--workspace", type=_existing_dir, help="the folder tools work in")
-        p.add_argument(
-            "--backend",
-            choices=["llama_cpp", "transformers", "openai", "scripted"],
-            help="the model backend (default llama_cpp, with the embedded model)",
-        )
-        p.add_argument("--script", help='scripted backend: JSON file {"turns": [...]}')
-        p.add_argument(
-            "--model", help="a .gguf file, a safetensors folder, or a name from `models`"
-        )
-        p.add_argument("--threads", type=int, help="CPU threads for local models")
-        p.add_argument(
-            "--tool-grammar",
-            action="store_true",
-            default=None,
-            help="constrain a request's first model turn to a valid tool call (small models)",
-        )
+        add_option_flags(p)
         p.add_argument(
             "--log-level",
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -120,16 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         from server.app import LaunchSettings, serve  # noqa: PLC0415 - import only what the subcommand needs
 
-        serve(
-            LaunchSettings(
-                args.workspace,
-                args.backend,
-                args.script,
-                args.model,
-                threads=args.threads,
-                tool_grammar=args.tool_grammar,
-            )
-        )
+        serve(LaunchSettings(args.workspace, option_flags(args)))
         return 0
     if args.command == "models":
         return _list_models(args.json)
@@ -139,4 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_doctor(args.json, args.network)
     from harness.chat import run_chat  # noqa: PLC0415 - the client does not need the server
 
+    if args.script is not None:  # the server child may run elsewhere: pass an absolute path
+        args.script = str(Path(args.script).expanduser().resolve())
+    args.server_flags = option_argv(args)
     return run_chat(args)

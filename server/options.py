@@ -1,117 +1,232 @@
-"""Server settings: ``initializationOptions``, checked field by field.
+"""The server's settings: one pydantic schema for ``initializationOptions``, the ``gatehouse
+serve`` flags, the options tables in ``docs/protocol.md`` and ``README.md`` and the VS Code
+settings (``python -m server.options_docs`` regenerates the tables and ``package.json``; tests
+fail on any drift).
 
 An invalid option never stops the server: it is replaced by its default and reported to the user
-(``window/showMessage``), the way jedi-language-server treats configuration.
+(``window/showMessage``), field by field, the way jedi-language-server treats configuration.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+import copy
+from typing import Any, Literal
 
-from sandbox.policy import LEVELS, is_level
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
+from sandbox.info import IsolationLevel
+
+Backend = Literal["llama_cpp", "transformers", "openai", "scripted"]
 KNOWN_BACKENDS: tuple[str, ...] = ("llama_cpp", "transformers", "openai", "scripted")
+VSCodeScope = Literal["machine", "machine-overridable", "window"]
 
 
-@dataclass(frozen=True)
-class ServerOptions:
-    backend: str = "llama_cpp"
-    model: str | None = None
-    script: str | None = None
-    threads: int | None = None
-    context_size: int = 4096
-    tool_grammar: bool = False
-    openai_base_url: str | None = None
-    openai_model: str | None = None
-    openai_api_key_env: str | None = None
-    confirm_tool_calls: bool = False
-    confirm_code_execution: bool = True
-    bypass_permissions: bool = False
-    confirm_timeout_seconds: float = 300.0
-    tool_timeout_seconds: float = 120.0
-    sandbox_network: bool = False
-    sandbox_min_level: str = "standard"
+def setting(
+    default: Any,
+    description: str,
+    *,
+    scope: VSCodeScope = "machine-overridable",
+    cli: bool = False,
+    enum_descriptions: list[str] | None = None,
+    **constraints: Any,
+) -> Any:
+    """A field of the options schema. ``scope`` is the VS Code setting's scope (``machine``: user
+    settings only, never a workspace's); ``cli``: also a ``gatehouse serve`` flag."""
+    extra: dict[str, Any] = {"x-vscode-scope": scope, "x-cli": cli}
+    if enum_descriptions:
+        extra["x-enum-descriptions"] = enum_descriptions
+    return Field(default, description=description, json_schema_extra=extra, **constraints)
 
 
-_WIRE_NAMES: dict[str, str] = {
-    "backend": "backend",
-    "model": "model",
-    "script": "script",
-    "threads": "threads",
-    "contextSize": "context_size",
-    "toolGrammar": "tool_grammar",
-    "openai.baseUrl": "openai_base_url",
-    "openai.model": "openai_model",
-    "openai.apiKeyEnv": "openai_api_key_env",
-    "confirmToolCalls": "confirm_tool_calls",
-    "confirmCodeExecution": "confirm_code_execution",
-    "bypassPermissions": "bypass_permissions",
-    "confirmTimeoutSeconds": "confirm_timeout_seconds",
-    "toolTimeoutSeconds": "tool_timeout_seconds",
-    "sandbox.network": "sandbox_network",
-    "sandbox.minLevel": "sandbox_min_level",
-}
+class _Options(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        defer_build=True,
+    )
 
 
-_GROUPS = ("sandbox", "openai")
+class SandboxOptions(_Options):
+    """``sandbox``: how approved code is confined."""
+
+    network: bool = setting(
+        False,
+        "Let approved code reach the network (approval prompts say when it is on).",
+        scope="machine",
+    )
+    min_level: IsolationLevel = setting(
+        "standard",
+        "Refuse code execution on machines with weaker isolation (see docs/security.md).",
+        scope="machine",
+        enum_descriptions=[
+            "Only run code in full namespaces (bubblewrap).",
+            "Require at least Landlock + seccomp confinement (the default).",
+            "Allow runs with resource limits only, without file system confinement.",
+            "Allow running code with no isolation at all.",
+        ],
+    )
 
 
-def _check(name: str, value: Any) -> str | None:
-    """Why ``value`` is not valid for option ``name`` (None when it is)."""
-    default = getattr(ServerOptions(), name)
-    if name == "backend":
-        if value not in KNOWN_BACKENDS:
-            return f"must be one of {', '.join(KNOWN_BACKENDS)}"
-    elif name in ("threads", "context_size"):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return "must be a whole number >= 1"
-        if name == "context_size" and value < 512:
-            return "must be at least 512 tokens"
-    elif name == "openai_api_key_env":
-        if not isinstance(value, str) or not value.replace("_", "").isalnum():
-            return "must be the NAME of an environment variable (the key itself never goes here)"
-    elif name == "sandbox_min_level":
-        if not is_level(value):
-            return f"must be one of {', '.join(LEVELS)}"
-    elif isinstance(default, bool):
-        if not isinstance(value, bool):
-            return "must be true or false"
-    elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            return "must be a number of seconds > 0"
-        if value > 86_400:
-            return "must be at most 86400 seconds"
-    elif value is not None and (not isinstance(value, str) or not value):
-        return "must be a non-empty string"
-    return None
+class OpenAIOptions(_Options):
+    """``openai``: the server to use with ``backend: "openai"``."""
+
+    base_url: str | None = setting(
+        None,
+        "The server's base URL, e.g. http://localhost:8000/v1 (your API key is sent there).",
+        scope="machine",
+        min_length=1,
+    )
+    model: str | None = setting(None, "The model name the server knows.", min_length=1)
+    api_key_env: str | None = setting(
+        None,
+        "The NAME of the environment variable holding the API key (the key itself never goes "
+        "into settings, logs or the wire).",
+        scope="machine",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+
+
+class ServerOptions(_Options):
+    """``initializationOptions``: every field is optional; a missing one takes its default."""
+
+    backend: Backend = setting(
+        "llama_cpp",
+        "The engine that runs the model.",
+        scope="machine",
+        cli=True,
+        enum_descriptions=[
+            "A GGUF model in the server process with llama.cpp (the default; the embedded "
+            "SmolLM2-135M needs nothing else).",
+            "A safetensors folder or GGUF file through PyTorch and transformers "
+            "(pip install torch==2.13.0 '.[transformers]').",
+            "Any OpenAI-compatible server (vLLM, llama.cpp's server, Ollama, TGI): set "
+            "openai.baseUrl, openai.model and openai.apiKeyEnv.",
+            "A scripted model for tests and demos: set script.",
+        ],
+    )
+    model: str | None = setting(
+        None,
+        "The model to load: a .gguf file, a safetensors folder, or a name from `gatehouse "
+        "models` (default: the embedded model). For openai, the server's model name.",
+        scope="machine",
+        cli=True,
+        min_length=1,
+    )
+    script: str | None = setting(
+        None,
+        "The scripted backend's script: a JSON file (see docs/protocol.md, 'The scripted "
+        "backend').",
+        scope="machine",
+        cli=True,
+        min_length=1,
+    )
+    threads: int | None = setting(
+        None, "CPU threads for local models (default: llama.cpp's).", cli=True, ge=1
+    )
+    context_size: int = setting(
+        4096,
+        "The context window in tokens; older turns are left out (and you are told) when a "
+        "conversation outgrows it.",
+        ge=512,
+    )
+    tool_grammar: bool = setting(
+        False,
+        "llama.cpp: constrain the first model turn of each request to one valid tool call "
+        "(small models need it).",
+        cli=True,
+    )
+    openai: OpenAIOptions = Field(default_factory=OpenAIOptions)
+    confirm_tool_calls: bool = setting(
+        False, "Ask before every tool call, including reading and listing files.", scope="machine"
+    )
+    confirm_code_execution: bool = setting(
+        True, "Ask before every python and terminal call.", scope="machine"
+    )
+    bypass_permissions: bool = setting(
+        False,
+        "Ask nothing and run tool calls without the sandbox (secrets are still stripped from the "
+        "environment). Wins over both confirm flags.",
+        scope="machine",
+    )
+    confirm_timeout_seconds: float = setting(
+        300.0,
+        "Seconds an approval may stay unanswered; then the call is not run (timed_out) and the "
+        "prompt is withdrawn.",
+        gt=0,
+        le=86_400,
+        allow_inf_nan=False,
+    )
+    tool_timeout_seconds: float = setting(
+        120.0,
+        "Wall-clock limit in seconds of one python or terminal call; its whole process tree is "
+        "killed past it.",
+        gt=0,
+        le=86_400,
+        allow_inf_nan=False,
+    )
+    sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
+
+
+GROUPS: dict[str, type[_Options]] = {"openai": OpenAIOptions, "sandbox": SandboxOptions}
+"""Nested option groups, by wire name."""
+
+
+def _message(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "is not a known option"
+    return str(error["msg"]).replace("Input should", "should")
 
 
 def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOptions, list[str]]:
-    """Apply ``initializationOptions`` over ``base``; return the options and the problems found."""
+    """Apply ``initializationOptions`` over ``base``, field by field; return the options and the
+    problems found (each bad field keeps the value it had, and is named in a problem)."""
     options = base or ServerOptions()
     if raw is None:
         return options, []
     if not isinstance(raw, dict):
         return options, ["initializationOptions must be an object; using the defaults"]
     problems: list[str] = []
-    changes: dict[str, Any] = {}
-    items = [(k, v) for k, v in raw.items() if k not in _GROUPS]
-    for group in _GROUPS:
-        nested = raw.get(group)
-        if isinstance(nested, dict):
-            items += [(f"{group}.{k}", v) for k, v in nested.items()]
-        elif group in raw:
-            problems.append(f"{group} must be an object; using the defaults")
-    for key, value in items:
-        name = _WIRE_NAMES.get(key)
-        if name is None:
-            problems.append(f"unknown option {key!r} ignored")
+    current: dict[str, Any] = options.model_dump(by_alias=True)
+    items: list[tuple[tuple[str, ...], Any]] = []
+    for key, value in raw.items():
+        if key in GROUPS:
+            if isinstance(value, dict):
+                items += [((key, sub), v) for sub, v in value.items()]
+            else:
+                problems.append(f"{key} must be an object; using the defaults")
+        else:
+            items.append(((key,), value))
+    for path, value in items:
+        trial = copy.deepcopy(current)
+        target = trial
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+        name = ".".join(path)
+        try:
+            ServerOptions.model_validate(trial)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            if error["type"] == "extra_forbidden":
+                problems.append(f"unknown option {name!r} ignored")
+            else:
+                kept = current.get(path[0]) if len(path) == 1 else current[path[0]].get(path[1])
+                problems.append(f"{name} {_message(error)}; using {kept!r}")
             continue
-        why = _check(name, value)
-        if why is not None:
-            default = getattr(options, name)
-            problems.append(f"{key} {why}; using {default!r}")
-            continue
-        changes[name] = float(value) if isinstance(getattr(options, name), float) else value
-    return replace(options, **changes), problems
+        current = trial
+    return ServerOptions.model_validate(current), problems
+
+
+def cli_options() -> list[tuple[str, str, Any]]:
+    """The options that are also ``gatehouse serve`` flags: (field name, wire key, field info).
+    The flag is ``--`` + the field name with dashes (``tool_grammar`` -> ``--tool-grammar``)."""
+    found = []
+    for name, info in ServerOptions.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("x-cli"):
+            found.append((name, to_camel(name), info))
+    return found

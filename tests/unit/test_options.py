@@ -20,8 +20,8 @@ def test_no_options_give_the_safe_defaults() -> None:
     assert options.tool_timeout_seconds == 120.0
     assert options.backend == "llama_cpp"  # the embedded model, nothing to download
     assert options.model is None
-    assert options.sandbox_network is False
-    assert options.sandbox_min_level == "standard"
+    assert options.sandbox.network is False
+    assert options.sandbox.min_level == "standard"
     assert options.script is None
 
 
@@ -123,3 +123,30 @@ def test_valid_options_are_applied() -> None:
 
 def test_explicit_null_model_and_script_are_accepted() -> None:
     assert parse_options({"model": None, "script": None}) == (ServerOptions(), [])
+
+
+def test_nested_groups_are_checked_field_by_field() -> None:
+    options, problems = parse_options(
+        {"sandbox": {"network": True, "minLevel": "bogus"}, "openai": {"apiKeyEnv": "sk-123 x"}}
+    )
+    assert options.sandbox.network is True
+    assert options.sandbox.min_level == "standard"
+    assert options.openai.api_key_env is None
+    assert len(problems) == 2
+    assert any(p.startswith("sandbox.minLevel") for p in problems)
+    assert any(p.startswith("openai.apiKeyEnv") for p in problems)
+
+
+@pytest.mark.parametrize("group", ["sandbox", "openai"])
+def test_a_group_that_is_not_an_object_keeps_its_defaults(group: str) -> None:
+    options, problems = parse_options({group: True})
+    assert options == ServerOptions()
+    assert problems == [f"{group} must be an object; using the defaults"]
+
+
+def test_flags_win_over_initialization_options() -> None:
+    from_editor, _ = parse_options({"backend": "openai", "toolGrammar": False})
+    options, problems = parse_options({"backend": "scripted", "toolGrammar": True}, from_editor)
+    assert problems == []
+    assert options.backend == "scripted"
+    assert options.tool_grammar is True

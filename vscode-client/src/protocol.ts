@@ -1,9 +1,23 @@
 /**
- * The Gatehouse wire protocol as the extension sees it: every method name and message shape.
- * docs/protocol.md is the contract; server/protocol.py is the server's copy of the same shapes.
- * No imports: this module is shared by the glue modules and their unit tests.
+ * The Gatehouse wire protocol as the extension sees it: method names, error codes, and the message
+ * types. The types are generated (src/protocol.generated.ts) from docs/schema/gatehouse.schema.json,
+ * which is generated from the server's models (server/protocol/): `npm run check:protocol` fails on
+ * any drift. docs/protocol.md describes the contract for people.
+ * No runtime imports: this module is shared by the glue modules and their unit tests.
  */
+import type {
+  ChatResult,
+  GatehouseCapabilities,
+  SandboxReport,
+  ServerOptions,
+  ToolCallSummary,
+  ToolConfirmParams,
+  ToolConfirmResult,
+} from './protocol.generated';
 
+export type * from './protocol.generated';
+
+/** Every method this client uses (the names are checked against server/protocol's METHODS). */
 export const Methods = {
   chat: 'agent/chat',
   cancel: 'agent/cancel',
@@ -19,160 +33,18 @@ export const ErrorCodes = {
   requestCancelled: -32800,
 } as const;
 
-export type IsolationLevel = 'strong' | 'standard' | 'limits-only' | 'none';
+export type IsolationLevel = SandboxReport['level'];
 export const ISOLATION_LEVELS: readonly IsolationLevel[] = ['strong', 'standard', 'limits-only', 'none'];
 
-export type Backend = 'llama_cpp' | 'transformers' | 'openai' | 'scripted';
-export type StopReason = 'end_turn' | 'max_tokens' | 'tool_limit' | 'cancelled';
-export type ToolStatus = 'completed' | 'failed' | 'denied' | 'timed_out' | 'cancelled';
-export type ConfirmReason = 'code_execution' | 'all_tools';
-export type Decision = 'allow' | 'allow_session' | 'deny';
+export type Backend = NonNullable<ServerOptions['backend']>;
+export type StopReason = ChatResult['stopReason'];
+export type ToolStatus = ToolCallSummary['status'];
+export type ConfirmReason = ToolConfirmParams['reason'];
+export type Decision = ToolConfirmResult['decision'];
 
-// --- initialize --------------------------------------------------------------------------------
-
-/** `initializationOptions`; every field optional, absent means the server default. */
-export interface InitializationOptions {
-  backend?: Backend;
-  model?: string;
-  script?: string;
-  threads?: number;
-  contextSize?: number;
-  toolGrammar?: boolean;
-  openai?: { baseUrl?: string; model?: string; apiKeyEnv?: string };
-  confirmToolCalls?: boolean;
-  confirmCodeExecution?: boolean;
-  bypassPermissions?: boolean;
-  confirmTimeoutSeconds?: number;
-  toolTimeoutSeconds?: number;
-  sandbox?: { network?: boolean; minLevel?: IsolationLevel };
-}
-
-export interface SandboxInfo {
-  level: IsolationLevel;
-  network: boolean;
-  minLevel?: IsolationLevel;
-  reason?: string;
-}
-
+/** `initializationOptions`: every field optional, absent means the server default. */
+export type InitializationOptions = ServerOptions;
 /** `capabilities.experimental.gatehouse` in the initialize result. */
-export interface GatehouseServerCapabilities {
-  version: string;
-  tools: string[];
-  sandbox: SandboxInfo;
-}
-
-// --- agent/chat --------------------------------------------------------------------------------
-
-export interface ChatParams {
-  prompt: string;
-  sessionId?: string;
-  enableTools?: boolean;
-  enabledTools?: string[];
-  maxToolCalls?: number;
-  confirmToolCalls?: boolean;
-  confirmCodeExecution?: boolean;
-  bypassPermissions?: boolean;
-  maxTokens?: number;
-  temperature?: number;
-  seed?: number;
-  model?: string;
-}
-
-export interface ToolCallSummary {
-  id: string;
-  name: string;
-  arguments: Record<string, unknown>;
-  status: ToolStatus;
-  exitCode: number | null;
-}
-
-export interface ChatResult {
-  sessionId: string;
-  turnId: string;
-  stopReason: StopReason;
-  text: string;
-  toolCalls: ToolCallSummary[];
-}
-
-// --- agent/cancel, agent/status ----------------------------------------------------------------
-
-export interface CancelParams {
-  sessionId: string;
-}
-
-export interface CancelResult {
-  cancelled: boolean;
-}
-
-export interface SessionSummary {
-  sessionId: string;
-  turns: number;
-  running: boolean;
-  allowedTools: string[];
-}
-
-export interface StatusResult {
-  version: string;
-  backend: string;
-  model: string | null;
-  workspace: string;
-  sandbox: SandboxInfo;
-  sessions: SessionSummary[];
-  modelLoaded?: boolean;
-}
-
-// --- agent/stream ------------------------------------------------------------------------------
-
-interface StreamBase {
-  sessionId: string;
-  turnId: string;
-}
-
-export interface ContentEvent extends StreamBase { type: 'content'; text: string }
-export interface ReasoningEvent extends StreamBase { type: 'reasoning'; text: string }
-export interface ToolArgsEvent extends StreamBase { type: 'tool_args'; index: number; text: string }
-export interface ToolStartEvent extends StreamBase {
-  type: 'tool_start';
-  toolCallId: string;
-  name: string;
-  arguments: Record<string, unknown>;
-  awaitingConfirmation: boolean;
-}
-export interface ToolOutputEvent extends StreamBase { type: 'tool_output'; toolCallId: string; text: string }
-export interface ToolEndEvent extends StreamBase {
-  type: 'tool_end';
-  toolCallId: string;
-  name: string;
-  status: ToolStatus;
-  exitCode: number | null;
-  result: string;
-  sandbox?: { level: IsolationLevel; network: boolean };
-}
-export interface StatusEvent extends StreamBase { type: 'status'; text: string }
-
-export type StreamEvent =
-  | ContentEvent
-  | ReasoningEvent
-  | ToolArgsEvent
-  | ToolStartEvent
-  | ToolOutputEvent
-  | ToolEndEvent
-  | StatusEvent;
-
-// --- toolConfirm (server -> client) ------------------------------------------------------------
-
-export interface ToolConfirmParams {
-  sessionId: string;
-  turnId: string;
-  toolCallId: string;
-  approvalId: string;
-  name: string;
-  arguments: Record<string, unknown>;
-  reason: ConfirmReason;
-  sandbox: { level: IsolationLevel; network: boolean };
-}
-
-export interface ToolConfirmResult {
-  decision: Decision;
-  message?: string;
-}
+export type GatehouseServerCapabilities = GatehouseCapabilities;
+/** The isolation report of `initialize` and `agent/status`. */
+export type SandboxInfo = SandboxReport;

@@ -11,6 +11,7 @@ export interface GatehouseSettings {
   model: string;
   script: string;
   threads: number | null;
+  contextSize: number;
   toolGrammar: boolean;
   confirmCodeExecution: boolean;
   confirmToolCalls: boolean;
@@ -32,6 +33,7 @@ export const DEFAULTS: { readonly [K in keyof GatehouseSettings]: readonly [stri
   model: ['model', ''],
   script: ['script', ''],
   threads: ['threads', null],
+  contextSize: ['contextSize', 4096],
   toolGrammar: ['toolGrammar', false],
   confirmCodeExecution: ['confirmCodeExecution', true],
   confirmToolCalls: ['confirmToolCalls', false],
@@ -88,6 +90,7 @@ function text(value: unknown): string | undefined {
 export function toInitializationOptions(s: GatehouseSettings, ctx: PathContext = {}): InitializationOptions {
   const options: InitializationOptions = {
     backend: s.backend,
+    contextSize: s.contextSize,
     toolGrammar: s.toolGrammar,
     confirmCodeExecution: s.confirmCodeExecution,
     confirmToolCalls: s.confirmToolCalls,

@@ -7,6 +7,7 @@ const defaults = (): GatehouseSettings => readSettings((_key, fallback) => fallb
 test('defaults map to the server defaults, with no empty strings', () => {
   assert.deepEqual(toInitializationOptions(defaults()), {
     backend: 'llama_cpp',
+    contextSize: 4096,
     toolGrammar: false,
     confirmCodeExecution: true,
     confirmToolCalls: false,
@@ -23,6 +24,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     model: 'qwen2.5-coder',
     script: '/abs/script.json',
     threads: 4,
+    contextSize: 8192,
     toolGrammar: true,
     confirmCodeExecution: false,
     confirmToolCalls: true,
@@ -45,6 +47,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     model: 'qwen2.5-coder',
     script: '/abs/script.json',
     threads: 4,
+    contextSize: 8192,
     toolGrammar: true,
     confirmCodeExecution: false,
     confirmToolCalls: true,
@@ -63,7 +66,7 @@ test('every declared setting is read', () => {
     return fallback;
   });
   assert.deepEqual(read.sort(), Object.values(DEFAULTS).map(([key]) => key).sort());
-  assert.equal(read.length, 17);
+  assert.equal(read.length, 18);
 });
 
 test('the client-only settings never reach the server', () => {

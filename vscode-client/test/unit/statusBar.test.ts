@@ -7,6 +7,7 @@ const status = (level: StatusResult['sandbox']['level'], network = false): Statu
   version: '0.1.0',
   backend: 'scripted',
   model: '/home/me/scripts/demo-script.json',
+  modelLoaded: true,
   workspace: '/ws',
   sandbox: { level, network, minLevel: 'standard', reason: 'because' },
   sessions: [],

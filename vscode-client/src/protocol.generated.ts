@@ -1,0 +1,685 @@
+/* Generated from docs/schema/gatehouse.schema.json by scripts/generate-protocol.mjs: do not edit.
+ * Change the models in server/protocol/, run `python -m server.protocol.schema`, then
+ * `npm run generate:protocol`. */
+
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ErrorData".
+ */
+export type ErrorData = InvalidParamsData | UnwiredGateData | BusySessionData | ModelUnavailableData;
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "StreamEvent".
+ */
+export type StreamEvent =
+  ContentEvent | ReasoningEvent | ToolArgsEvent | ToolStartEvent | ToolOutputEvent | ToolEndEvent | StatusEvent;
+
+export interface GatehouseProtocol {}
+/**
+ * `data` of -32600 when the session is still running a turn.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "BusySessionData".
+ */
+export interface BusySessionData {
+  /**
+   * The busy session.
+   */
+  sessionId: string;
+  reason: 'busy';
+}
+/**
+ * `agent/cancel` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "CancelParams".
+ */
+export interface CancelParams {
+  /**
+   * The session whose running turn to stop.
+   */
+  sessionId: string;
+}
+/**
+ * `agent/cancel` result.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "CancelResult".
+ */
+export interface CancelResult {
+  /**
+   * False when nothing was running.
+   */
+  cancelled: boolean;
+}
+/**
+ * `agent/chat` params: one user message, and how this turn may use tools.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ChatParams".
+ */
+export interface ChatParams {
+  /**
+   * The user's message; must not be blank.
+   */
+  prompt: string;
+  /**
+   * Continue this session (its history and its allow_session approvals); absent: a new session.
+   */
+  sessionId?: string | null;
+  /**
+   * Offer tools to the model at all; when false, tool-call markup is text.
+   */
+  enableTools?: boolean;
+  /**
+   * Offer only these built-in tools (default: all).
+   */
+  enabledTools?: string[] | null;
+  /**
+   * Tool calls this request may run; a further call ends the turn with tool_limit. 0: no tool runs at all.
+   */
+  maxToolCalls?: number;
+  /**
+   * Override of the server's confirmToolCalls for this request.
+   */
+  confirmToolCalls?: boolean | null;
+  /**
+   * Override of the server's confirmCodeExecution for this request.
+   */
+  confirmCodeExecution?: boolean | null;
+  /**
+   * Override of the server's bypassPermissions for this request.
+   */
+  bypassPermissions?: boolean | null;
+  /**
+   * Token limit of each model turn (backend default).
+   */
+  maxTokens?: number | null;
+  /**
+   * Sampling temperature (backend default).
+   */
+  temperature?: number | null;
+  /**
+   * Sampling seed (backend default).
+   */
+  seed?: number | null;
+  /**
+   * Switch to this model before the turn.
+   */
+  model?: string | null;
+}
+/**
+ * `agent/chat` result, sent after every notification of the turn.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ChatResult".
+ */
+export interface ChatResult {
+  /**
+   * The session the turn belongs to.
+   */
+  sessionId: string;
+  /**
+   * This turn's id (as in agent/stream).
+   */
+  turnId: string;
+  /**
+   * Why the turn ended.
+   */
+  stopReason: 'end_turn' | 'max_tokens' | 'tool_limit' | 'cancelled';
+  /**
+   * Exactly the concatenation of the turn's content deltas.
+   */
+  text: string;
+  /**
+   * Every tool call of the turn, in order.
+   */
+  toolCalls: ToolCallSummary[];
+}
+/**
+ * One tool call of the turn, as it ended.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolCallSummary".
+ */
+export interface ToolCallSummary {
+  /**
+   * The call's toolCallId (as in agent/stream).
+   */
+  id: string;
+  /**
+   * The tool's name.
+   */
+  name: string;
+  /**
+   * The arguments the model wrote.
+   */
+  arguments: {
+    [k: string]: unknown;
+  };
+  /**
+   * How the call ended.
+   */
+  status: 'completed' | 'failed' | 'denied' | 'timed_out' | 'cancelled';
+  /**
+   * The process exit code for python/terminal (negative: killed by that signal); null when no process ran.
+   */
+  exitCode: number | null;
+}
+/**
+ * A delta of the answer (never cumulative).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ContentEvent".
+ */
+export interface ContentEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'content';
+  /**
+   * The new text.
+   */
+  text: string;
+}
+/**
+ * `data` of -32602: which params were wrong.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "InvalidParamsData".
+ */
+export interface InvalidParamsData {
+  /**
+   * Dotted paths of the bad params, e.g. maxToolCalls.
+   */
+  fields: string[];
+}
+/**
+ * `data` of -32600 when a permission flag would need a prompt this client cannot show.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "UnwiredGateData".
+ */
+export interface UnwiredGateData {
+  /**
+   * The flag that needs a prompt.
+   */
+  param: 'confirmToolCalls' | 'confirmCodeExecution';
+}
+/**
+ * `data` of -32600 when the requested model cannot be used now.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ModelUnavailableData".
+ */
+export interface ModelUnavailableData {
+  param: 'model';
+  /**
+   * busy: another session is generating with the loaded model; load_failed: the model could not be loaded (the message says why).
+   */
+  reason: 'busy' | 'load_failed';
+}
+/**
+ * `capabilities.experimental.gatehouse` in the `initialize` result.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "GatehouseCapabilities".
+ */
+export interface GatehouseCapabilities {
+  /**
+   * The server's version.
+   */
+  version: string;
+  /**
+   * The built-in tools, in the order a model sees them.
+   */
+  tools: string[];
+  sandbox: SandboxReport;
+}
+/**
+ * The isolation approved code gets on this machine, measured at start-up.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SandboxReport".
+ */
+export interface SandboxReport {
+  /**
+   * The strongest tier whose self-test passed: strong, standard, limits-only, none.
+   */
+  level: 'strong' | 'standard' | 'limits-only' | 'none';
+  /**
+   * Whether approved code can reach the network.
+   */
+  network: boolean;
+  /**
+   * sandbox.minLevel: code is refused below it.
+   */
+  minLevel: 'strong' | 'standard' | 'limits-only' | 'none';
+  /**
+   * One sentence a person can read: why this level.
+   */
+  reason: string;
+}
+/**
+ * `openai`: the server to use with `backend: "openai"`.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "OpenAIOptions".
+ */
+export interface OpenAIOptions {
+  /**
+   * The server's base URL, e.g. http://localhost:8000/v1 (your API key is sent there).
+   */
+  baseUrl?: string | null;
+  /**
+   * The model name the server knows.
+   */
+  model?: string | null;
+  /**
+   * The NAME of the environment variable holding the API key (the key itself never goes into settings, logs or the wire).
+   */
+  apiKeyEnv?: string | null;
+}
+/**
+ * A delta of the model's reasoning (`<think>`); not part of the answer's text.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ReasoningEvent".
+ */
+export interface ReasoningEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'reasoning';
+  /**
+   * The new text.
+   */
+  text: string;
+}
+/**
+ * `sandbox`: how approved code is confined.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SandboxOptions".
+ */
+export interface SandboxOptions {
+  /**
+   * Let approved code reach the network (approval prompts say when it is on).
+   */
+  network?: boolean;
+  /**
+   * Refuse code execution on machines with weaker isolation (see docs/security.md).
+   */
+  minLevel?: 'strong' | 'standard' | 'limits-only' | 'none';
+}
+/**
+ * The isolation a call runs (or ran) under.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SandboxState".
+ */
+export interface SandboxState {
+  /**
+   * strong, standard, limits-only or none.
+   */
+  level: 'strong' | 'standard' | 'limits-only' | 'none';
+  /**
+   * Whether the code can reach the network.
+   */
+  network: boolean;
+}
+/**
+ * `initializationOptions`: every field is optional; a missing one takes its default.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ServerOptions".
+ */
+export interface ServerOptions {
+  /**
+   * The engine that runs the model.
+   */
+  backend?: 'llama_cpp' | 'transformers' | 'openai' | 'scripted';
+  /**
+   * The model to load: a .gguf file, a safetensors folder, or a name from `gatehouse models` (default: the embedded model). For openai, the server's model name.
+   */
+  model?: string | null;
+  /**
+   * The scripted backend's script: a JSON file (see docs/protocol.md, 'The scripted backend').
+   */
+  script?: string | null;
+  /**
+   * CPU threads for local models (default: llama.cpp's).
+   */
+  threads?: number | null;
+  /**
+   * The context window in tokens; older turns are left out (and you are told) when a conversation outgrows it.
+   */
+  contextSize?: number;
+  /**
+   * llama.cpp: constrain the first model turn of each request to one valid tool call (small models need it).
+   */
+  toolGrammar?: boolean;
+  openai?: OpenAIOptions;
+  /**
+   * Ask before every tool call, including reading and listing files.
+   */
+  confirmToolCalls?: boolean;
+  /**
+   * Ask before every python and terminal call.
+   */
+  confirmCodeExecution?: boolean;
+  /**
+   * Ask nothing and run tool calls without the sandbox (secrets are still stripped from the environment). Wins over both confirm flags.
+   */
+  bypassPermissions?: boolean;
+  /**
+   * Seconds an approval may stay unanswered; then the call is not run (timed_out) and the prompt is withdrawn.
+   */
+  confirmTimeoutSeconds?: number;
+  /**
+   * Wall-clock limit in seconds of one python or terminal call; its whole process tree is killed past it.
+   */
+  toolTimeoutSeconds?: number;
+  sandbox?: SandboxOptions;
+}
+/**
+ * One session of this server.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionSummary".
+ */
+export interface SessionSummary {
+  /**
+   * The session's id.
+   */
+  sessionId: string;
+  /**
+   * Turns started so far.
+   */
+  turns: number;
+  /**
+   * Whether a turn is running now.
+   */
+  running: boolean;
+  /**
+   * Tools approved with allow_session.
+   */
+  allowedTools: string[];
+}
+/**
+ * A line for a person: loading, waiting for approval, running, limits, context trimming.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "StatusEvent".
+ */
+export interface StatusEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'status';
+  /**
+   * The line.
+   */
+  text: string;
+}
+/**
+ * `agent/status` params: none (`{}` or omitted).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "StatusParams".
+ */
+export interface StatusParams {}
+/**
+ * `agent/status` result.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "StatusResult".
+ */
+export interface StatusResult {
+  /**
+   * The server's version.
+   */
+  version: string;
+  /**
+   * The configured backend.
+   */
+  backend: string;
+  /**
+   * The configured or loaded model's name.
+   */
+  model: string | null;
+  /**
+   * Whether the model is in memory yet.
+   */
+  modelLoaded: boolean;
+  /**
+   * The folder tools work in.
+   */
+  workspace: string;
+  sandbox: SandboxReport;
+  sessions: SessionSummary[];
+}
+/**
+ * Live preview of the raw text of a call while the model writes it; never means running.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolArgsEvent".
+ */
+export interface ToolArgsEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'tool_args';
+  /**
+   * Which call of this model turn (0-based).
+   */
+  index: number;
+  /**
+   * The new raw text.
+   */
+  text: string;
+}
+/**
+ * A parsed tool call.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolStartEvent".
+ */
+export interface ToolStartEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'tool_start';
+  /**
+   * The call's id.
+   */
+  toolCallId: string;
+  /**
+   * The tool's name.
+   */
+  name: string;
+  /**
+   * The arguments the model wrote.
+   */
+  arguments: {
+    [k: string]: unknown;
+  };
+  /**
+   * True: an approval request follows, and nothing runs until it is answered.
+   */
+  awaitingConfirmation: boolean;
+}
+/**
+ * A delta of a running call's merged stdout/stderr (capped at 1 MiB, with a notice).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolOutputEvent".
+ */
+export interface ToolOutputEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'tool_output';
+  /**
+   * The call's id.
+   */
+  toolCallId: string;
+  /**
+   * The new output.
+   */
+  text: string;
+}
+/**
+ * The call is over.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolEndEvent".
+ */
+export interface ToolEndEvent {
+  /**
+   * The session of the turn.
+   */
+  sessionId: string;
+  /**
+   * The turn this event belongs to.
+   */
+  turnId: string;
+  type: 'tool_end';
+  /**
+   * The call's id.
+   */
+  toolCallId: string;
+  /**
+   * The tool's name.
+   */
+  name: string;
+  /**
+   * How the call ended.
+   */
+  status: 'completed' | 'failed' | 'denied' | 'timed_out' | 'cancelled';
+  /**
+   * The process exit code for python/terminal; null when no process ran.
+   */
+  exitCode: number | null;
+  /**
+   * Exactly what the model receives.
+   */
+  result: string;
+  sandbox?: SandboxState1;
+}
+/**
+ * Present when code ran: the isolation it really ran under (none under bypass).
+ */
+export interface SandboxState1 {
+  /**
+   * strong, standard, limits-only or none.
+   */
+  level: 'strong' | 'standard' | 'limits-only' | 'none';
+  /**
+   * Whether the code can reach the network.
+   */
+  network: boolean;
+}
+/**
+ * `toolConfirm` params (server -> client request).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolConfirmParams".
+ */
+export interface ToolConfirmParams {
+  /**
+   * The session of the call.
+   */
+  sessionId: string;
+  /**
+   * The turn of the call.
+   */
+  turnId: string;
+  /**
+   * The call's id (as in agent/stream tool_start).
+   */
+  toolCallId: string;
+  /**
+   * Unguessable id of this approval (192 random bits); a result that echoes another approvalId is refused.
+   */
+  approvalId: string;
+  /**
+   * The tool's name.
+   */
+  name: string;
+  /**
+   * Exactly what will run, in full.
+   */
+  arguments: {
+    [k: string]: unknown;
+  };
+  /**
+   * code_execution (python/terminal under confirmCodeExecution) or all_tools (confirmToolCalls).
+   */
+  reason: 'code_execution' | 'all_tools';
+  sandbox: SandboxState2;
+}
+/**
+ * The isolation the call would run under.
+ */
+export interface SandboxState2 {
+  /**
+   * strong, standard, limits-only or none.
+   */
+  level: 'strong' | 'standard' | 'limits-only' | 'none';
+  /**
+   * Whether the code can reach the network.
+   */
+  network: boolean;
+}
+/**
+ * `toolConfirm` result. Anything else (missing or unknown decision, wrong types) is
+ * malformed, and the call does not run.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ToolConfirmResult".
+ */
+export interface ToolConfirmResult {
+  /**
+   * allow, allow_session or deny.
+   */
+  decision: 'allow' | 'allow_session' | 'deny';
+  /**
+   * Passed to the model on deny.
+   */
+  message?: string | null;
+  /**
+   * Optional echo of the request's approvalId; when present it must match.
+   */
+  approvalId?: string | null;
+}
