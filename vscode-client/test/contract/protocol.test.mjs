@@ -132,7 +132,7 @@ async function startServer(t, { turns, options = {}, onConfirm }) {
   fs.writeFileSync(script, JSON.stringify({ turns }));
 
   const timings = { start: Date.now() };
-  const child = spawn(PYTHON, ['-m', 'server'], {
+  const child = spawn(PYTHON, ['-P', '-m', 'server'], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, PYTHONUNBUFFERED: '1' },

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 [ -d node_modules/vscode-jsonrpc ] || npm ci --no-audit --no-fund
-exec node --test protocol.test.mjs
+exec node --test protocol.test.mjs golden.test.mjs
