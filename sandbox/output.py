@@ -7,10 +7,7 @@ import codecs
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sandbox.runner import ExecRequest
+from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +23,30 @@ def human_size(n: int) -> str:
     return f"{n} bytes"
 
 
+@dataclass(frozen=True)
+class OutputLimits:
+    """The caps of one command's output (see ``sandbox.runner.ExecRequest``)."""
+
+    model: int
+    """Characters the model receives: head and tail, the middle cut with a notice."""
+    stream: int
+    """Bytes streamed live; past it one notice line, then none."""
+    kill: int
+    """Total bytes past which the command is killed."""
+
+
 class CommandOutput:
     """Decodes the output, streams it up to a byte cap, keeps the model's head and tail."""
 
-    def __init__(self, on_output: Callable[[str], None], request: ExecRequest) -> None:
+    def __init__(self, on_output: Callable[[str], None], limits: OutputLimits) -> None:
         self._on_output = on_output
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._stream_limit = self._stream_room = request.stream_output_limit
-        self._kill_room = request.kill_output_limit
+        self._stream_limit = self._stream_room = limits.stream
+        self._kill_room = limits.kill
         self._streaming = True
         self._stream_ends_line = True
-        self._head_room = request.model_output_limit // 2
-        self._tail_cap = request.model_output_limit - self._head_room
+        self._head_room = limits.model // 2
+        self._tail_cap = limits.model - self._head_room
         self._head: list[str] = []
         self._tail: deque[str] = deque()
         self._tail_len = self._cut_chars = self._cut_lines = 0

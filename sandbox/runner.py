@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.info import SandboxInfo
-from sandbox.output import CommandOutput, human_size, notice
+from sandbox.output import CommandOutput, OutputLimits, human_size, notice
 from sandbox.tiers import Launch, Sandbox, unsandboxed
 
 __all__ = ["ExecRequest", "ExecResult", "execute", "prepare_launch"]
@@ -169,7 +169,10 @@ async def _run(
         await proc.wait()
         os.close(read_fd)
         return not_started("Could not put the command in its cgroup; it was not run.")
-    output = CommandOutput(on_output, request)
+    limits = OutputLimits(
+        request.model_output_limit, request.stream_output_limit, request.kill_output_limit
+    )
+    output = CommandOutput(on_output, limits)
     timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request, stdin_data)
     output.finish()
     if limit_exceeded:
