@@ -159,8 +159,10 @@
     const session = el('button', 'approve-session', 'Allow for this session');
     const deny = el('button', 'deny', 'Deny');
     for (const b of [once, session, deny]) b.type = 'button';
-    buttons.append(once, session, deny);
-    card.append(title, label, code, dl, message, buttons);
+    buttons.append(deny, once, session); // Deny first: it is the default of every prompt
+    card.append(title, label);
+    if (view.hiddenWarning) card.append(el('div', 'approval-warning', view.hiddenWarning));
+    card.append(code, dl, message, buttons);
 
     const answer = (decision) => {
       for (const b of [once, session, deny]) b.disabled = true;

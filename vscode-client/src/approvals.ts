@@ -10,6 +10,7 @@
  * - fail closed: any UI error, or an answer that is not one of the three decisions, is a denial.
  */
 import type { Decision, ToolConfirmParams, ToolConfirmResult } from './protocol';
+import { visible } from './display';
 import { isolationText, toolText } from './toolText';
 
 export interface Disposable {
@@ -29,8 +30,10 @@ export interface ApprovalView {
   tool: string;
   /** "Python code", "Command" or "Arguments". */
   codeLabel: string;
-  /** The full code, command or arguments: never shortened. */
+  /** The full code, command or arguments: never shortened, hidden characters written out. */
   code: string;
+  /** Set when the code hides characters (escape codes, bidi controls, zero-width characters). */
+  hiddenWarning?: string;
   folder: string;
   reason: string;
   /** e.g. "strong · network off". */
@@ -75,12 +78,12 @@ export function describeApproval(params: ToolConfirmParams, folder: string): App
   if (typeof params.approvalId !== 'string' || typeof params.name !== 'string' || typeof params.sandbox !== 'object') {
     throw new Error('malformed toolConfirm request');
   }
-  const { label, text } = toolText(params.name, params.arguments);
-  return {
+  const { label, text, warning } = toolText(params.name, params.arguments);
+  const view: ApprovalView = {
     approvalId: params.approvalId,
     toolCallId: params.toolCallId,
     sessionId: params.sessionId,
-    tool: params.name,
+    tool: visible(params.name),
     codeLabel: label,
     code: text,
     folder,
@@ -88,6 +91,8 @@ export function describeApproval(params: ToolConfirmParams, folder: string): App
     isolation: isolationText(params.sandbox),
     weakIsolation: params.sandbox.level !== 'strong' || params.sandbox.network,
   };
+  if (warning !== undefined) view.hiddenWarning = warning;
+  return view;
 }
 
 /** The modal's message and detail. Very long code is cut here, and the detail says so and where to read it. */
@@ -101,6 +106,7 @@ export function modalText(view: ApprovalView): { message: string; detail: string
   return {
     message: `Gatehouse: allow the ${view.tool} tool to run?`,
     detail: [
+      ...(view.hiddenWarning === undefined ? [] : [view.hiddenWarning, '']),
       `${view.codeLabel}:`,
       code,
       '',

@@ -12,6 +12,7 @@ import {
   type StreamEvent,
   type ToolStatus,
 } from './protocol';
+import { visible } from './display';
 import { isolationText, toolText } from './toolText';
 
 export interface ToolStartView {
@@ -188,38 +189,38 @@ export class ChatSession {
     else if (event.sessionId !== this.sessionId) return;
     switch (event.type) {
       case 'content':
-        this.ui.appendContent(event.text);
+        this.ui.appendContent(visible(event.text));
         break;
       case 'reasoning':
-        this.ui.appendReasoning(event.text);
+        this.ui.appendReasoning(visible(event.text));
         break;
       case 'tool_args':
-        this.ui.previewToolArgs(event.index, event.text);
+        this.ui.previewToolArgs(event.index, visible(event.text));
         break;
       case 'tool_start':
         this.ui.startTool({
           id: event.toolCallId,
-          name: event.name,
+          name: visible(event.name),
           args: toolText(event.name, event.arguments).text,
           awaitingConfirmation: event.awaitingConfirmation,
         });
         break;
       case 'tool_output':
-        this.ui.appendToolOutput(event.toolCallId, event.text);
+        this.ui.appendToolOutput(event.toolCallId, visible(event.text));
         break;
       case 'tool_end': {
         const end: ToolEndView = {
           id: event.toolCallId,
           status: event.status,
           exitCode: event.exitCode ?? null,
-          result: event.result ?? '',
+          result: visible(event.result ?? ''),
         };
         if (event.sandbox !== undefined) end.isolation = isolationText(event.sandbox);
         this.ui.endTool(end);
         break;
       }
       case 'status':
-        this.ui.setStatus(event.text);
+        this.ui.setStatus(visible(event.text));
         break;
       default:
         break;

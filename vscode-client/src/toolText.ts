@@ -1,4 +1,8 @@
-/** How a tool call's arguments read to a person: the code or command itself, else pretty JSON. */
+/**
+ * How a tool call's arguments read to a person: the code or command itself, else pretty JSON,
+ * always through the display rule (hidden characters written out, with a warning).
+ */
+import { hiddenWarning, visible } from './display';
 
 const CODE_FIELDS: Readonly<Record<string, { field: string; label: string }>> = {
   python: { field: 'code', label: 'Python code' },
@@ -8,8 +12,15 @@ const CODE_FIELDS: Readonly<Record<string, { field: string; label: string }>> = 
 export interface ToolText {
   /** "Python code", "Command" or "Arguments". */
   label: string;
-  /** The full text, never shortened. */
+  /** The full text, never shortened, hidden characters written out. */
   text: string;
+  /** Set when the raw text hides characters: say so next to it. */
+  warning?: string;
+}
+
+function shown(label: string, raw: string): ToolText {
+  const warning = hiddenWarning(raw);
+  return warning === undefined ? { label, text: visible(raw) } : { label, text: visible(raw), warning };
 }
 
 export function toolText(name: string, args: unknown): ToolText {
@@ -17,7 +28,7 @@ export function toolText(name: string, args: unknown): ToolText {
   if (known !== undefined && typeof args === 'object' && args !== null) {
     const value = (args as Record<string, unknown>)[known.field];
     const others = Object.keys(args).filter((k) => k !== known.field);
-    if (typeof value === 'string' && others.length === 0) return { label: known.label, text: value };
+    if (typeof value === 'string' && others.length === 0) return shown(known.label, value);
   }
   let text: string;
   try {
@@ -25,7 +36,7 @@ export function toolText(name: string, args: unknown): ToolText {
   } catch {
     text = String(args);
   }
-  return { label: 'Arguments', text };
+  return shown('Arguments', text);
 }
 
 /** An isolation level and the network state in words, e.g. "strong · network off". */

@@ -158,3 +158,14 @@ test('toResult', () => {
   assert.deepEqual(toResult(undefined), { decision: 'deny' });
   assert.deepEqual(toResult(null), { decision: 'deny' });
 });
+
+test('a command hiding escape codes or bidi controls is shown escaped, with a warning, on the card and in the modal', () => {
+  const sneaky = 'touch hidden_ran.txt #\u001b[2K\u001b[1G  $ ls -la \u202e\u2066x\u2069';
+  const view = describeApproval(params({ arguments: { command: sneaky } }), '/ws');
+  assert.equal(view.code, 'touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la <U+202E><U+2066>x<U+2069>');
+  assert.match(view.hiddenWarning ?? '', /hidden or control characters/);
+  const modal = modalText(view);
+  for (const raw of ['\u001b', '\u202e', '\u2066', '\u2069']) assert.ok(!modal.detail.includes(raw));
+  assert.match(modal.detail, /hidden or control characters/);
+  assert.equal(describeApproval(params(), '/ws').hiddenWarning, undefined);
+});

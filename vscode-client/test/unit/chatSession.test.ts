@@ -197,3 +197,16 @@ test('server restart forgets the session and ends a running turn', async () => {
   void chat.send('z');
   assert.deepEqual(transport.last.params, { prompt: 'z' });
 });
+
+test('model text and command output are shown with hidden characters written out', async () => {
+  const { ui, transport, chat } = setup();
+  const done = chat.send('hello');
+  chat.handleEvent(ev({ type: 'content', text: 'Done \u001b[2J\u202eevil' }));
+  chat.handleEvent(ev({ type: 'reasoning', text: 'zero\u200bwidth' }));
+  chat.handleEvent(ev({ type: 'status', text: 'bell\u0007' }));
+  assert.equal(ui.content, 'Done \\x1b[2J<U+202E>evil');
+  assert.equal(ui.reasoning, 'zero<U+200B>width');
+  assert.equal(ui.status, 'bell\\x07');
+  transport.last.resolve(result());
+  await done;
+});
