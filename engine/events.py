@@ -52,6 +52,8 @@ class ToolEnded:
     exit_code: int | None
     result: str
     sandbox: dict[str, Any] | None = None
+    protected: tuple[dict[str, str], ...] = ()
+    """Auto-run paths the call created or changed: ``{"path", "action", "detail"}`` each."""
 
 
 @dataclass(frozen=True)

@@ -251,7 +251,7 @@ class _Turn:
         sandbox = self.request.sandbox
         bypass = self.request.policy.bypass_permissions
         if call.name in CODE_EXECUTION_TOOL_NAMES and sandbox is not None and not bypass:
-            refusal = sandbox.refusal()
+            refusal = sandbox.refusal(self.loop.workspace)
             if refusal is not None:  # never run weaker than the configured minimum
                 return None, None, refusal
         if _call_key(call.name, call.arguments) in self.succeeded:
@@ -270,7 +270,12 @@ class _Turn:
             record.status = status
             record.exit_code = outcome.exit_code if outcome else None
             sandbox = outcome.sandbox if outcome else None
-            self.emit(ToolEnded(record.id, record.name, status, record.exit_code, text, sandbox))
+            protected = outcome.protected if outcome else ()
+            self.emit(
+                ToolEnded(
+                    record.id, record.name, status, record.exit_code, text, sandbox, protected
+                )
+            )
 
         tool, args, problem = self._problem(call)
         needs_confirm = (

@@ -14,13 +14,15 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sandbox.bwrap import ReadOnly
+from sandbox.guard import ProtectedChange, Snapshot, WorkspaceGuard
 from sandbox.info import SandboxInfo
 from sandbox.output import CommandOutput, human_size, notice
-from sandbox.tiers import Launch, Sandbox, unsandboxed
+from sandbox.tiers import Launch, RuntimeChanged, Sandbox, close_readonly, unsandboxed
 
 __all__ = ["ExecRequest", "ExecResult", "execute", "prepare_launch"]
 
@@ -77,9 +79,14 @@ class ExecResult:
     output_limit_exceeded: bool
     duration_seconds: float
     sandbox: SandboxInfo
+    protected: tuple[ProtectedChange, ...] = ()
+    """Auto-run paths the command created or changed, and what was done about each (moved to
+    the quarantine, restored); the model's ``output`` says the same in words."""
 
 
-def prepare_launch(request: ExecRequest, sandbox: Sandbox) -> tuple[Launch, SandboxInfo]:
+def prepare_launch(
+    request: ExecRequest, sandbox: Sandbox, protected: Sequence[ReadOnly] | None = None
+) -> tuple[Launch, SandboxInfo]:
     """What is really executed for ``request`` (argv, scrubbed environment, cgroups), and the
     isolation it gets: the seam between the runner and the isolation tiers."""
     return sandbox.prepare(
@@ -88,7 +95,18 @@ def prepare_launch(request: ExecRequest, sandbox: Sandbox) -> tuple[Launch, Sand
         scratch=request.scratch_dir,
         bypass=request.bypass,
         env_extra=request.env_extra,
+        protected=protected,
     )
+
+
+def describe(changes: Sequence[ProtectedChange]) -> list[str]:
+    """What the model and the user are told: a heading, then one line per change."""
+    return [
+        "The command created or changed auto-run paths (files that run or configure tools "
+        "outside the sandbox: git hooks and config, editor settings and tasks, ...). Approved "
+        "code may not do that, so it was undone and nothing was lost:",
+        *(f"  {c.path}: {c.action} ({c.detail})" for c in changes),
+    ]
 
 
 async def execute(
@@ -105,24 +123,65 @@ async def execute(
     gives ``exit_code=None`` and a message, not an exception. If the awaiting task is cancelled,
     the process tree is killed and reaped before ``CancelledError`` propagates.
     """
-    launch, info = prepare_launch(request, sandbox or unsandboxed())
+    sandbox = sandbox or unsandboxed()
     started = time.monotonic()
-
-    def not_started(message: str) -> ExecResult:
-        log.info("Command did not start: %s", message)
-        text = notice(message)
-        on_output(text)
-        return ExecResult(None, text, False, False, time.monotonic() - started, info)
-
-    if not request.cwd.is_dir():
-        return not_started(f"The working folder {request.cwd} does not exist.")
+    guard = None if request.bypass or not request.cwd.is_dir() else sandbox.guard(request.cwd)
+    problem = None if guard is None else sandbox.runtime_refusal(request.cwd)
+    snapshot: Snapshot | None = None
+    readonly: list[ReadOnly] | None = None
+    if guard is not None and problem is None:
+        snapshot = await asyncio.to_thread(guard.before)
+        if sandbox.level == "strong":
+            try:
+                readonly = await asyncio.to_thread(
+                    sandbox.readonly, request.cwd, snapshot.existing_roots()
+                )
+            except RuntimeChanged as exc:
+                problem, snapshot = str(exc), None
     try:
-        return await _run(
-            request, launch, info, on_output, started=started, not_started=not_started
-        )
+        launch, info = prepare_launch(request, sandbox, readonly)
+
+        def not_started(message: str) -> ExecResult:
+            log.info("Command did not start: %s", message)
+            text = notice(message)
+            on_output(text)
+            return ExecResult(None, text, False, False, time.monotonic() - started, info)
+
+        if problem is not None:
+            return not_started(problem)
+        if not request.cwd.is_dir():
+            return not_started(f"The working folder {request.cwd} does not exist.")
+        try:
+            result = await _run(
+                request, launch, info, on_output, started=started, not_started=not_started
+            )
+        finally:
+            close_readonly(readonly or ())
+            if launch.group is not None:  # whatever is left (daemons included) dies with it
+                await asyncio.shield(asyncio.to_thread(launch.group.remove))
     finally:
-        if launch.group is not None:  # whatever is left (daemons included) dies with the call
-            await asyncio.shield(asyncio.to_thread(launch.group.remove))
+        changes = await _check_after(guard, snapshot)
+    if not changes:
+        return result
+    lines = [notice(line) for line in describe(changes)]
+    for line in lines:
+        on_output(f"\n{line}")
+    output = result.output.rstrip("\n") + "\n" + "\n".join(lines)
+    return replace(result, output=output, protected=tuple(changes))
+
+
+async def _check_after(
+    guard: WorkspaceGuard | None, snapshot: Snapshot | None
+) -> list[ProtectedChange]:
+    """Undo what the command did to the auto-run paths; runs even when the call is cancelled
+    (the changes are then only logged: a cancelled call has no result to report them in)."""
+    if guard is None or snapshot is None:
+        return []
+    try:
+        return await asyncio.shield(asyncio.to_thread(guard.after, snapshot))
+    except Exception:  # never let the check hide the command's result; it is logged loudly
+        log.exception("checking the protected paths after a command failed")
+        return []
 
 
 async def _run(
@@ -150,6 +209,7 @@ async def _run(
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=spec.pass_fds,
             )
         finally:
             os.close(write_fd)  # the child holds its own copy; EOF comes when all copies close

@@ -28,7 +28,8 @@ from engine import __version__
 from sandbox import cgroups
 from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
-from sandbox.probe import probe
+from sandbox.probe import Place, probe
+from sandbox.runtime import drop_workspace_imports
 from server.options import ServerOptions, parse_options
 from server.protocol import (
     AGENT_CANCEL,
@@ -142,10 +143,10 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             network=options.sandbox_network,
             min_level=options.sandbox_min_level,  # type: ignore[arg-type]  # checked by options
         )
-        report = probe(settings)
-        service.configure(
-            options, _workspace_from(params, launch), _client_features(params), report.sandbox
-        )
+        workspace = _workspace_from(params, launch)
+        drop_workspace_imports(workspace)  # nothing imported later may come from there
+        report = probe(settings, place=Place(workspace, scratch_root / "bin"))
+        service.configure(options, workspace, _client_features(params), report.sandbox)
         logger.info("initialized: workspace %s, client %s", service.workspace, service.client)
         return {"gatehouse": service.capabilities()}
 

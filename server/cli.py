@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="show the isolation approved code gets on this machine")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--network", action="store_true", help="check as with sandbox.network on")
+    doctor.add_argument(
+        "--workspace",
+        type=_existing_dir,
+        help="also list the auto-run paths found in this folder (default: the current folder)",
+    )
     doctor.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -136,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":
         from server.doctor import run_doctor  # noqa: PLC0415
 
-        return run_doctor(args.json, args.network)
+        return run_doctor(args.json, args.network, args.workspace)
     from server.harness import run_chat  # noqa: PLC0415 - the harness does not need the server
 
     return run_chat(args)

@@ -56,6 +56,8 @@ def event_to_wire(event: AgentEvent) -> dict[str, Any]:
         }
         if event.sandbox is not None:
             wire["sandbox"] = event.sandbox
+        if event.protected:
+            wire["protected"] = list(event.protected)
         return wire
     assert isinstance(event, StatusNote)
     return {"type": "status", "text": event.text}

@@ -49,6 +49,9 @@ class ToolOutcome:
     exit_code: int | None = None
     failed: bool = False
     sandbox: dict[str, Any] | None = None
+    protected: tuple[dict[str, str], ...] = ()
+    """Auto-run paths the call created or changed and what was done about each
+    (``{"path", "action", "detail"}``; see :class:`sandbox.guard.ProtectedChange`)."""
 
 
 class Tool(ABC):

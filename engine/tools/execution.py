@@ -34,7 +34,11 @@ def _outcome(result: ExecResult) -> ToolOutcome:
         text = f"{text.rstrip()}\n[exit code {result.exit_code}]"
     failed = result.timed_out or result.output_limit_exceeded or result.exit_code is None
     return ToolOutcome(
-        text=text, exit_code=result.exit_code, failed=failed, sandbox=result.sandbox.wire()
+        text=text,
+        exit_code=result.exit_code,
+        failed=failed,
+        sandbox=result.sandbox.wire(),
+        protected=tuple(change.wire() for change in result.protected),
     )
 
 
