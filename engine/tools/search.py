@@ -9,11 +9,12 @@ GIL while it runs (``concurrent=True``): the server keeps answering (``agent/sta
 approvals in other sessions), and the search ends at its time limit with a result that says it
 ran out of time.
 
-A file is first searched as a whole, once, and its lines only when that finds something: one
-match call per file instead of one per line keeps the search as fast as the old ``re`` loop.
-That shortcut is taken only for patterns that cannot match a line alone without matching the
-whole text (no ``\\A``/``\\Z``/``\\G`` anchors, lookarounds, atomic groups or possessive
-quantifiers, and ``MULTILINE`` on); the others are searched line by line.
+A file is searched as a whole (``MULTILINE``), and only the lines its matches touch are then
+matched alone: a few match calls per file instead of one per line keep the search at least as
+fast as the old ``re`` loop. That is exact for patterns that cannot match a line alone without
+matching the whole text at the same place (no ``\\A``/``\\Z``/``\\G`` anchors, lookarounds,
+atomic groups, possessive quantifiers or inline flag changes); the others are matched line by
+line. Either way a line is reported only when the pattern matches it alone, as before.
 
 Walking the tree and opening files go through :mod:`engine.workspace_fs` (by descriptor, never
 through a symbolic link), so a folder swapped for a link mid-walk is not followed.
@@ -94,16 +95,46 @@ class Matcher:
             raise _OutOfTime
         return min(left, 1e6)
 
-    def may_match(self, text: str) -> bool:
-        """False only when no line of ``text`` can match."""
-        if self.whole is None:
-            return True
+    def matching_lines(self, text: str) -> Iterator[tuple[int, str, int]]:
+        """``(line number, line, match start)`` for every line of ``text`` that matches."""
         if "\r" in text:
-            text = text.replace("\r\n", "\n")
+            text = text.replace("\r\n", "\n")  # a line's trailing "\r" is not part of it
+        if self.whole is None:
+            yield from self._each_line(text)
+            return
+        if not text:
+            return
+        # Every line that matches alone lies in (or under) a match of the whole text, so only
+        # the lines those matches touch are matched again, alone.
+        end_of_text = len(text) - 1 if text.endswith("\n") else len(text)
+        checked = 0  # line numbers up to this one are done
+        number, cursor = 1, 0
         try:
-            return self.whole.search(text, timeout=self._left(), concurrent=True) is not None
+            for match in self.whole.finditer(text, timeout=self._left(), concurrent=True):
+                number += text.count("\n", cursor, match.start())
+                cursor = match.start()
+                start = text.rfind("\n", 0, match.start()) + 1
+                line_no, last = number, max(match.end() - 1, match.start())
+                while start <= last and start <= end_of_text:
+                    stop = text.find("\n", start)
+                    stop = len(text) if stop < 0 else stop
+                    if line_no > checked:
+                        checked = line_no
+                        found = self.search(text[start:stop])
+                        if found is not None:
+                            yield line_no, text[start:stop], found.start()
+                    start, line_no = stop + 1, line_no + 1
         except TimeoutError:
             raise _OutOfTime from None
+
+    def _each_line(self, text: str) -> Iterator[tuple[int, str, int]]:
+        lines = text.split("\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
+            found = self.search(line)
+            if found is not None:
+                yield number, line, found.start()
 
     def search(self, line: str) -> regex.Match[str] | None:
         try:
@@ -167,17 +198,8 @@ def search_files(workspace: Path, matcher: Matcher, pattern: str, path: str | No
         for relative, text in texts:
             if matcher.stop.is_set() or time.monotonic() > matcher.deadline:
                 raise _OutOfTime
-            if not matcher.may_match(text):
-                continue
-            lines = text.split("\n")
-            if lines and not lines[-1]:
-                lines.pop()
-            for number, raw in enumerate(lines, start=1):
-                line = raw.removesuffix("\r")
-                found = matcher.search(line)
-                if found is None:
-                    continue
-                matches.append(f"{relative}:{number}: {_clip(line.rstrip(), found.start())}")
+            for number, line, start in matcher.matching_lines(text):
+                matches.append(f"{relative}:{number}: {_clip(line.rstrip(), start)}")
                 if len(matches) >= MAX_SEARCH_MATCHES:
                     hit_limit = True
                     break
