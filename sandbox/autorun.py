@@ -18,7 +18,8 @@ included; there is no cap on the search):
 - for each of those that is a symbolic link, where it points, when that lies in the workspace.
 
 The walk runs before and after every command, so directory listings are cached and keyed on the
-directory's inode, mtime and ctime: an unchanged tree costs one ``open`` + ``fstat`` per folder.
+directory's inode, mtime and ctime: an unchanged tree costs one ``fstatat`` per folder (plus an
+``open`` for the folders that have subfolders).
 ctime cannot be set by a program (``utime`` moves it to now), so approved code cannot hide a new
 entry by restoring a folder's mtime; a folder changed less than :data:`SETTLE_NS` before it was
 listed is listed again next time (file system timestamps are coarser than the clock). The walk
@@ -112,7 +113,11 @@ class AutorunScanner:
             real = _inside(os.path.realpath(os.path.join(self.root, rel)), self.root)
             if real is not None and real != rel and real not in found:
                 found[real] = f"where {rel} points"
-        return found
+        return {  # a path inside another one is covered by it
+            rel: why
+            for rel, why in found.items()
+            if not any(rel.startswith(other + "/") for other in found)
+        }
 
     # --- the walk ---------------------------------------------------------------------------
 
@@ -138,11 +143,23 @@ class AutorunScanner:
                     os.close(fd)
                     stack.pop()
                     continue
+                child_rel = f"{rel}/{name}" if rel else name
+                try:  # no descriptor needed for an unchanged folder without subfolders
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                cached = self._cache.get(child_rel)
+                key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                leaf = cached is not None and cached.settled and not cached.subdirs
+                if leaf and cached is not None and cached.key == key:
+                    fresh[child_rel] = cached
+                    folders += 1
+                    found += [f"{child_rel}/{p}" for p in cached.protected]
+                    continue
                 try:
                     child = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 except OSError:  # gone, or swapped for a symbolic link or a file
                     continue
-                child_rel = f"{rel}/{name}" if rel else name
                 try:
                     listing = self._listing(child_rel, child, fresh)
                 except OSError:

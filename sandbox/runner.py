@@ -103,8 +103,9 @@ def describe(changes: Sequence[ProtectedChange]) -> list[str]:
     """What the model and the user are told: a heading, then one line per change."""
     return [
         "The command created or changed auto-run paths (files that run or configure tools "
-        "outside the sandbox: git hooks and config, editor settings and tasks, ...). Approved "
-        "code may not do that, so it was undone and nothing was lost:",
+        "outside the sandbox without approval: git hooks and config, editor settings and "
+        "tasks, ...). Approved code may not do that: what it created or changed was moved to "
+        "the quarantine folder (nothing is deleted) and the originals were put back:",
         *(f"  {c.path}: {c.action} ({c.detail})" for c in changes),
     ]
 
@@ -130,14 +131,18 @@ async def execute(
     snapshot: Snapshot | None = None
     readonly: list[ReadOnly] | None = None
     if guard is not None and problem is None:
-        snapshot = await asyncio.to_thread(guard.before)
-        if sandbox.level == "strong":
-            try:
-                readonly = await asyncio.to_thread(
-                    sandbox.readonly, request.cwd, snapshot.existing_roots()
-                )
-            except RuntimeChanged as exc:
-                problem, snapshot = str(exc), None
+        try:
+            snapshot = await asyncio.to_thread(guard.before)
+        except Exception as exc:  # fail closed: without the record nothing could be undone
+            log.exception("recording the auto-run paths failed")
+            problem = f"Not run: the workspace's auto-run paths could not be recorded ({exc})."
+    if snapshot is not None and sandbox.level == "strong":
+        try:
+            readonly = await asyncio.to_thread(
+                sandbox.readonly, request.cwd, snapshot.existing_roots()
+            )
+        except RuntimeChanged as exc:
+            problem, snapshot = str(exc), None
     try:
         launch, info = prepare_launch(request, sandbox, readonly)
 

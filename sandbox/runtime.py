@@ -49,9 +49,10 @@ def runtime_paths(extra: Iterable[str] = ()) -> list[str]:
         *extra,
     ]
     found: list[str] = []
-    for path in wanted:
+    for path in wanted:  # a link is represented by where it points (a link cannot be mounted)
         for candidate in (os.path.normpath(path), os.path.realpath(path)):
-            if os.path.exists(candidate) and candidate not in found:
+            usable = os.path.exists(candidate) and not os.path.islink(candidate)
+            if usable and candidate not in found:
                 found.append(candidate)
     return found
 

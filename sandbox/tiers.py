@@ -203,8 +203,9 @@ class Sandbox:
         the descriptors (:func:`close_readonly`)."""
         ws = os.path.realpath(workspace)
         runtime = inside_workspace(self.runtime(), workspace, strict=True)
+        outermost = [p for p in runtime if not any(p.startswith(o + "/") for o in runtime)]
         wanted = [(f"{ws}/{rel}", False) for rel in roots]
-        wanted += [(p, True) for p in runtime if p.startswith(ws + "/")]
+        wanted += [(p, True) for p in outermost if p.startswith(ws + "/")]
         if not self.fd_binds:
             return [(path, None) for path, _ in wanted]
         result: list[ReadOnly] = []

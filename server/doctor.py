@@ -107,8 +107,11 @@ def _render_autorun(autorun: dict[str, Any], level: str) -> list[str]:
     lines.append("  plus core.hooksPath folders and programs named in git configs")
     lines.append(f"In {autorun['workspace']}:")
     found = autorun["found"]
+    named = {n["name"] for n in autorun["names"]}
     lines += [
-        f"  {'exists ' if f['exists'] else 'absent '} {f['path']}  ({f['why']})" for f in found
+        f"  {'exists' if f['exists'] else 'absent'}  {f['path']}"
+        + ("" if f["path"].rsplit("/", 1)[-1] in named else f"  ({f['why']})")
+        for f in found
     ] or ["  none found"]
     for path in autorun["runtimeInWorkspace"]:
         lines.append(f"  runtime  {path}  (the server itself runs or imports it: kept read-only)")
