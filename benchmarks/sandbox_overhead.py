@@ -90,6 +90,7 @@ async def main() -> None:
         cases |= {name: _through(sb, ws, scratch) for name, sb in tiers.items()}
         if "strong" in tiers:
             project = _project(Path(tmp, "project"))
+            os.sync()  # its write-back would otherwise land in the measurements
             await asyncio.sleep(2.1)  # older than autorun.SETTLE_NS, as a real project is
             cases["strong, project-shaped workspace"] = _through(tiers["strong"], project, scratch)
         samples: dict[str, list[float]] = {name: [] for name in cases}

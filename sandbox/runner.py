@@ -131,18 +131,12 @@ async def execute(
     snapshot: Snapshot | None = None
     readonly: list[ReadOnly] | None = None
     if guard is not None and problem is None:
+        recording = asyncio.ensure_future(asyncio.to_thread(_before, guard, sandbox, request.cwd))
         try:
-            snapshot = await asyncio.to_thread(guard.before)
-        except Exception as exc:  # fail closed: without the record nothing could be undone
-            log.exception("recording the auto-run paths failed")
-            problem = f"Not run: the workspace's auto-run paths could not be recorded ({exc})."
-    if snapshot is not None and sandbox.level == "strong":
-        try:
-            readonly = await asyncio.to_thread(
-                sandbox.readonly, request.cwd, snapshot.existing_roots()
-            )
-        except RuntimeChanged as exc:
-            problem, snapshot = str(exc), None
+            snapshot, readonly, problem = await asyncio.shield(recording)
+        except asyncio.CancelledError:  # the thread still finishes: close what it opened
+            recording.add_done_callback(_close_when_recorded)
+            raise
     try:
         launch, info = prepare_launch(request, sandbox, readonly)
 
@@ -161,10 +155,10 @@ async def execute(
                 request, launch, info, on_output, started=started, not_started=not_started
             )
         finally:
-            close_readonly(readonly or ())
             if launch.group is not None:  # whatever is left (daemons included) dies with it
                 await asyncio.shield(asyncio.to_thread(launch.group.remove))
     finally:
+        close_readonly(readonly or ())
         changes = await _check_after(guard, snapshot)
     if not changes:
         return result
@@ -173,6 +167,31 @@ async def execute(
         on_output(f"\n{line}")
     output = result.output.rstrip("\n") + "\n" + "\n".join(lines)
     return replace(result, output=output, protected=tuple(changes))
+
+
+def _before(
+    guard: WorkspaceGuard, sandbox: Sandbox, cwd: Path
+) -> tuple[Snapshot | None, list[ReadOnly] | None, str | None]:
+    """Record the auto-run paths and (strong tier) open what will be mounted read-only:
+    ``(snapshot, readonly, why the call must not run)``. Fails closed."""
+    try:
+        snapshot = guard.before()
+    except Exception as exc:  # without the record nothing could be undone
+        log.exception("recording the auto-run paths failed")
+        return None, None, f"Not run: the workspace's auto-run paths could not be recorded ({exc})."
+    if sandbox.level != "strong":
+        return snapshot, None, None
+    try:
+        return snapshot, sandbox.readonly(cwd, snapshot.existing_roots()), None
+    except RuntimeChanged as exc:
+        return None, None, str(exc)
+
+
+def _close_when_recorded(
+    recording: asyncio.Future[tuple[Snapshot | None, list[ReadOnly] | None, str | None]],
+) -> None:
+    if not recording.cancelled() and recording.exception() is None:
+        close_readonly(recording.result()[1] or ())
 
 
 async def _check_after(
