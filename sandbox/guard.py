@@ -286,6 +286,17 @@ class WorkspaceGuard:
         return ProtectedChange(rel, "restored", why)
 
 
+def describe(changes: list[ProtectedChange] | tuple[ProtectedChange, ...]) -> list[str]:
+    """What the model and the user are told: a heading, then one line per change."""
+    return [
+        "The command created or changed auto-run paths (files that run or configure tools "
+        "outside the sandbox without approval: git hooks and config, editor settings and "
+        "tasks, ...). Approved code may not do that: what it created or changed was moved to "
+        "the quarantine folder (nothing is deleted) and the originals were put back:",
+        *(f"  {c.path}: {c.action} ({c.detail})" for c in changes),
+    ]
+
+
 def _depth(rel: str) -> tuple[int, str]:
     return rel.count("/"), rel
 

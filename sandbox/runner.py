@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sandbox.bwrap import ReadOnly
-from sandbox.guard import ProtectedChange, Snapshot, WorkspaceGuard
+from sandbox.guard import ProtectedChange, Snapshot, WorkspaceGuard, describe
 from sandbox.info import SandboxInfo
 from sandbox.output import CommandOutput, human_size, notice
 from sandbox.tiers import Launch, RuntimeChanged, Sandbox, close_readonly, unsandboxed
@@ -97,17 +97,6 @@ def prepare_launch(
         env_extra=request.env_extra,
         protected=protected,
     )
-
-
-def describe(changes: Sequence[ProtectedChange]) -> list[str]:
-    """What the model and the user are told: a heading, then one line per change."""
-    return [
-        "The command created or changed auto-run paths (files that run or configure tools "
-        "outside the sandbox without approval: git hooks and config, editor settings and "
-        "tasks, ...). Approved code may not do that: what it created or changed was moved to "
-        "the quarantine folder (nothing is deleted) and the originals were put back:",
-        *(f"  {c.path}: {c.action} ({c.detail})" for c in changes),
-    ]
 
 
 async def execute(
