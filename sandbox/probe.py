@@ -106,6 +106,7 @@ def _strong(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, st
         )
     problems = []
     private = place.private_dir()
+    fallback: Sandbox | None = None  # works, but mounts by path (bwrap < 0.10)
     for index, candidate in enumerate(candidates):
         source = candidate.path
         folder = private / f"bwrap-{index}-{time.monotonic_ns()}"
@@ -123,9 +124,19 @@ def _strong(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, st
             prlimit=find_program("prlimit", place.workspace),
         )
         problem = _self_test(sandbox)
-        if problem is None:
+        if problem is None and sandbox.fd_binds:
             return sandbox, f"bubblewrap works: {source} (a private copy runs)"
+        if problem is None:
+            fallback = fallback or sandbox
+            problems.append(f"{source}: works, but has no --ro-bind-fd (bubblewrap < 0.10)")
+            continue
         problems.append(f"{source}: {problem}")
+    if fallback is not None:
+        return (
+            fallback,
+            f"bubblewrap works: {fallback.bwrap_source} (a private copy runs; it has no "
+            "--ro-bind-fd, so protected paths are mounted by path)",
+        )
     return None, "; ".join(problems) + " (user namespaces may be disabled)"
 
 
