@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sandbox.info import SandboxInfo
+from sandbox.info import ProtectedChange, SandboxInfo
 
 ToolStatus = Literal["completed", "failed", "denied", "timed_out", "cancelled"]
 """How a tool call ended (the wire's ``status``): declared here, used by the protocol models."""
@@ -59,6 +59,8 @@ class ToolEnded:
     result: str
     sandbox: SandboxInfo | None = None
     """The isolation the call's code ran under; None when no code ran."""
+    protected: tuple[ProtectedChange, ...] = ()
+    """Auto-run paths the call created or changed, and what was done about each."""
 
 
 @dataclass(frozen=True)

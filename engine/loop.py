@@ -241,7 +241,12 @@ class _Turn:
             record.status = status
             record.exit_code = outcome.exit_code if outcome else None
             sandbox = outcome.sandbox if outcome else None
-            self.emit(ToolEnded(record.id, record.name, status, record.exit_code, text, sandbox))
+            protected = outcome.protected if outcome else ()
+            self.emit(
+                ToolEnded(
+                    record.id, record.name, status, record.exit_code, text, sandbox, protected
+                )
+            )
 
         tool, args, problem = self._problem(call)
         needs_confirm = (

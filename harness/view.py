@@ -183,6 +183,12 @@ class View:
             out.line(line, prefix=prefix)
 
     def _tool_end(self, out: Writer, event: ToolEndEvent) -> None:
+        self._tool_end_line(out, event)
+        for change in event.protected or []:
+            # An auto-run path (.git, hooks, .vscode, ...) the call touched: say what was done.
+            out.line(f"  ! {change.path}: {change.action} ({change.detail})", style="yellow")
+
+    def _tool_end_line(self, out: Writer, event: ToolEndEvent) -> None:
         name = self._open_tools.pop(event.tool_call_id, event.name)
         status, code = event.status, event.exit_code
         self._mode = "tool"

@@ -41,7 +41,7 @@ class Box:
     def refusal(self) -> str | None:
         """Why code may not run here (the machine is below ``sandbox.minLevel``), or None.
         Under bypass nothing is refused: running outside the box was chosen explicitly."""
-        return None if self.bypass else self.sandbox.refusal()
+        return None if self.bypass else self.sandbox.refusal(self.workspace)
 
     async def run(
         self,

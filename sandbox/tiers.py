@@ -15,21 +15,31 @@ writes after that line (the ``python`` tool's code) is the command's stdin.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
-import sys
-from collections.abc import Mapping
+import stat
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.bwrap import bwrap_argv, reexposed_paths
+from sandbox.bwrap import ReadOnly, bwrap_argv, reexposed_paths
 from sandbox.cgroups import CommandGroup, _Tree
 from sandbox.environment import scrub_environment
+from sandbox.guard import WorkspaceGuard
 from sandbox.info import UNSANDBOXED, SandboxInfo
 from sandbox.paths import HIDDEN_ROOTS
 from sandbox.policy import Limits, SandboxSettings, level_rank
+from sandbox.quarantine import DIR_FLAGS, open_dir
+from sandbox.runtime import (
+    base_interpreter,
+    covering_workspace,
+    find_program,
+    inside_workspace,
+    runtime_paths,
+)
 
 _GATE_SCRIPT = 'read -r _ || exit 125; exec "$@"'
 """Waits for the server's newline on stdin (the rest of stdin is the command's), then execs."""
@@ -45,6 +55,8 @@ class Launch:
     cwd: Path
     group: CommandGroup | None = None
     """When set, the first process waits for a line on stdin, sent once it is in ``group``."""
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the first process inherits (bwrap's ``--ro-bind-fd`` sources)."""
 
 
 def _user_processes() -> int:
@@ -84,8 +96,14 @@ def prlimit_args(prlimit: str, limits: Limits, nproc: int | None) -> list[str]:
 def launcher_args(config: dict[str, Any]) -> list[str]:
     """The launcher, started by the base interpreter's real path: a virtual environment (which
     may sit in the writable workspace) plays no part in starting it."""
-    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-    return [python, "-S", "-I", LAUNCHER, json.dumps(config, separators=(",", ":")), "--"]
+    return [
+        base_interpreter(),
+        "-S",
+        "-I",
+        LAUNCHER,
+        json.dumps(config, separators=(",", ":")),
+        "--",
+    ]
 
 
 def rlimit_config(limits: Limits, nproc: int | None) -> dict[str, Any]:
@@ -106,23 +124,121 @@ class Sandbox:
     info: SandboxInfo
     settings: SandboxSettings = field(default_factory=SandboxSettings)
     bwrap: str | None = None
-    prlimit: str | None = field(default_factory=lambda: shutil.which("prlimit"))
+    """The private copy of bwrap that runs (see :func:`sandbox.runtime.private_copy`)."""
+    bwrap_source: str | None = None
+    """Where that copy came from."""
+    fd_binds: bool = False
+    """bwrap has ``--ro-bind-fd``: protected paths are mounted from descriptors."""
+    prlimit: str | None = field(default_factory=lambda: find_program("prlimit", None))
     trees: list[_Tree] = field(default_factory=list)
+    quarantine_root: Path | None = None
+    """Where changed auto-run paths go (None: :func:`sandbox.quarantine.default_root`)."""
+    _guards: dict[str, WorkspaceGuard] = field(default_factory=dict, repr=False)
+    _runtime: list[str] | None = field(default=None, repr=False)
+    _identity: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def level(self) -> str:
         return self.info.level
 
-    def refusal(self) -> str | None:
-        """Why code execution is refused (the level is below ``sandbox.minLevel``), or None."""
+    @property
+    def confines(self) -> bool:
+        """Whether files are confined (strong, standard): the auto-run paths are then guarded."""
+        return self.info.level in ("strong", "standard")
+
+    def runtime(self) -> list[str]:
+        """What the server runs or imports outside the sandbox (see :mod:`sandbox.runtime`)."""
+        if self._runtime is None:
+            extra = [LAUNCHER, *(p for p in (self.bwrap, self.bwrap_source, self.prlimit) if p)]
+            self._runtime = runtime_paths(extra)
+            for path in self._runtime:  # what each one is now: checked before every mount
+                with contextlib.suppress(OSError):
+                    info = os.stat(path, follow_symlinks=False)
+                    self._identity[path] = (info.st_dev, info.st_ino)
+        return self._runtime
+
+    def refusal(self, workspace: Path | None = None) -> str | None:
+        """Why code execution is refused (the level is below ``sandbox.minLevel``, or the
+        server's own code is writable in ``workspace`` at this level), or None."""
         minimum = self.settings.min_level
-        if level_rank(self.info.level) >= level_rank(minimum):
+        if level_rank(self.info.level) < level_rank(minimum):
+            return (
+                f"Code execution is refused: this machine offers isolation level "
+                f"'{self.info.level}', below the configured minimum '{minimum}' "
+                f"(sandbox.minLevel). {self.info.reason} Run `gatehouse doctor` for details."
+            )
+        if workspace is None:
+            return None
+        return self.runtime_refusal(workspace)
+
+    def runtime_refusal(self, workspace: Path) -> str | None:
+        """Why code must not run in ``workspace``: the server's own runtime is writable there."""
+        if not self.confines:
+            return None
+        runtime = self.runtime()
+        exposed = covering_workspace(runtime, workspace)
+        if self.info.level == "standard":
+            exposed = inside_workspace(runtime, workspace)
+        if not exposed:
             return None
         return (
-            f"Code execution is refused: this machine offers isolation level "
-            f"'{self.info.level}', below the configured minimum '{minimum}' (sandbox.minLevel). "
-            f"{self.info.reason} Run `gatehouse doctor` for details."
+            f"Code execution is refused: {exposed[0]} is part of what the Gatehouse server runs "
+            f"(its interpreter, virtual environment, code or helpers) and lies inside the "
+            f"workspace {workspace}, where approved code could change it "
+            + (
+                "(at the standard level Landlock cannot keep part of the workspace read-only)"
+                if self.info.level == "standard"
+                else "(it is the workspace itself)"
+            )
+            + ". Install Gatehouse outside the workspace (a virtual environment elsewhere, or "
+            "pipx), or open a folder that does not contain it."
         )
+
+    def readonly(self, workspace: Path, roots: Sequence[str]) -> list[ReadOnly]:
+        """What the strong tier mounts read-only over ``workspace``: the existing auto-run
+        ``roots`` (relative) and the runtime inside it. With ``fd_binds`` each is opened here,
+        one component at a time without following links; a runtime path that is no longer the
+        file or folder it was at start-up raises :class:`RuntimeChanged`. The caller closes
+        the descriptors (:func:`close_readonly`)."""
+        ws = os.path.realpath(workspace)
+        runtime = inside_workspace(self.runtime(), workspace, strict=True)
+        outermost = [p for p in runtime if not any(p.startswith(o + "/") for o in runtime)]
+        wanted = [(f"{ws}/{rel}", False) for rel in roots]
+        wanted += [(p, True) for p in outermost if p.startswith(ws + "/")]
+        if not self.fd_binds:
+            return [(path, None) for path, _ in wanted]
+        result: list[ReadOnly] = []
+        try:
+            root = os.open(ws, DIR_FLAGS)
+            try:
+                for path, is_runtime in wanted:
+                    fd = _open_path(root, tuple(path[len(ws) + 1 :].split("/")))
+                    if fd is None:
+                        if is_runtime:
+                            raise RuntimeChanged(path)
+                        continue
+                    result.append((path, fd))
+                    info = os.fstat(fd)
+                    if is_runtime and self._identity.get(path) != (info.st_dev, info.st_ino):
+                        raise RuntimeChanged(path)
+            finally:
+                os.close(root)
+        except BaseException:
+            close_readonly(result)
+            raise
+        return result
+
+    def guard(self, workspace: Path) -> WorkspaceGuard | None:
+        """The guard of ``workspace``'s auto-run paths (None below the standard level)."""
+        if not self.confines:
+            return None
+        key = os.path.realpath(workspace)
+        with self._lock:
+            guard = self._guards.get(key)
+            if guard is None:
+                guard = self._guards[key] = WorkspaceGuard(workspace, self.quarantine_root)
+        return guard
 
     def prepare(
         self,
@@ -132,8 +248,10 @@ class Sandbox:
         scratch: Path | None,
         bypass: bool,
         env_extra: Mapping[str, str] | None = None,
+        protected: Sequence[ReadOnly] | None = None,
     ) -> tuple[Launch, SandboxInfo]:
-        """The launch for ``argv`` and the isolation it really gets."""
+        """The launch for ``argv`` and the isolation it really gets. ``protected``: what the
+        strong tier keeps read-only (default: the server's runtime inside ``cwd``, by path)."""
         if bypass:
             env = scrub_environment(extra=env_extra)
             return Launch(argv, env, cwd), UNSANDBOXED
@@ -158,16 +276,22 @@ class Sandbox:
             chain += prlimit_args(self.prlimit, self.settings.limits, nproc)
         else:
             chain += launcher_args({"rlimits": rlimit_config(self.settings.limits, nproc)})
+        fds: tuple[int, ...] = ()
         if level == "strong":
             assert self.bwrap is not None and scratch is not None
+            readonly = list(protected) if protected is not None else []
+            if protected is None:
+                readonly += [(p, None) for p in inside_workspace(self.runtime(), cwd, strict=True)]
+            fds = tuple(fd for _path, fd in readonly if fd is not None)
             chain += bwrap_argv(
                 self.bwrap,
                 workspace=cwd,
                 scratch=scratch,
                 network=self.settings.network,
                 reexpose=reexposed_paths(env),
+                readonly=readonly,
             )
-        return Launch((*chain, *argv), env, cwd, group), self.info
+        return Launch((*chain, *argv), env, cwd, group, fds), self.info
 
     def _standard_config(
         self, cwd: Path, scratch: Path | None, nproc: int | None
@@ -185,6 +309,44 @@ class Sandbox:
             "drop_caps": True,
             "no_new_privs": True,
         }
+
+
+class RuntimeChanged(Exception):
+    """Part of the server's runtime in the workspace is no longer what it was at start-up."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"Code execution is refused: {path} (part of what the Gatehouse server runs) is not "
+            "the file or folder it was when the server started. Restart the server after "
+            "checking it."
+        )
+
+
+def _open_path(root: int, parts: tuple[str, ...]) -> int | None:
+    """An ``O_PATH`` descriptor of a folder or regular file below ``root``, reached without
+    following a link; None when it is gone or is something else now."""
+    try:
+        parent = open_dir(root, parts[:-1])
+    except OSError:
+        return None
+    try:
+        fd = os.open(parts[-1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        return None
+    finally:
+        os.close(parent)
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        os.close(fd)
+        return None
+    return fd
+
+
+def close_readonly(readonly: Sequence[ReadOnly]) -> None:
+    for _path, fd in readonly:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def unsandboxed() -> Sandbox:

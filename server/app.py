@@ -28,7 +28,8 @@ from engine import __version__
 from sandbox import cgroups
 from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
-from sandbox.probe import probe
+from sandbox.probe import Place, probe
+from sandbox.runtime import drop_workspace_imports
 from server.options import ServerOptions, parse_options
 from server.protocol import AGENT_CANCEL, AGENT_CHAT, AGENT_STATUS, METHODS, Method, WireModel
 from server.service import AgentService, ClientFeatures, Notifier
@@ -123,10 +124,10 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             network=options.sandbox.network,
             min_level=options.sandbox.min_level,
         )
-        report = probe(settings)
-        service.configure(
-            options, _workspace_from(params, launch), _client_features(params), report.sandbox
-        )
+        workspace = _workspace_from(params, launch)
+        drop_workspace_imports(workspace)  # nothing imported later may come from there
+        report = probe(settings, place=Place(workspace, scratch_root / "bin"))
+        service.configure(options, workspace, _client_features(params), report.sandbox)
         logger.info("initialized: workspace %s, client %s", service.workspace, service.client)
         return {"gatehouse": service.capabilities().wire()}
 

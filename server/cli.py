@@ -95,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="show the isolation approved code gets on this machine")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--network", action="store_true", help="check as with sandbox.network on")
+    doctor.add_argument(
+        "--workspace",
+        type=_existing_dir,
+        help="also list the auto-run paths found in this folder (default: the current folder)",
+    )
     doctor.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -149,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":
         from server.doctor import run_doctor  # noqa: PLC0415
 
-        return run_doctor(args.json, args.network)
+        return run_doctor(args.json, args.network, args.workspace)
     from harness.chat import run_chat  # noqa: PLC0415 - the client does not need the server
 
     if args.script is not None:  # the server child may run elsewhere: pass an absolute path

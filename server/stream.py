@@ -29,6 +29,7 @@ from engine.events import (
 from sandbox.info import SandboxInfo
 from server.protocol import (
     ContentEvent,
+    ProtectedPath,
     ReasoningEvent,
     SandboxState,
     StatusEvent,
@@ -76,6 +77,11 @@ def event_to_wire(event: AgentEvent, session_id: str, turn_id: str) -> WireModel
             exit_code=event.exit_code,
             result=event.result,
             sandbox=None if event.sandbox is None else sandbox_state(event.sandbox),
+            protected=[
+                ProtectedPath(path=c.path, action=c.action, detail=c.detail)
+                for c in event.protected
+            ]
+            or None,
         )
     assert isinstance(event, StatusNote)
     return StatusEvent(**head, text=event.text)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sandbox.box import Box
-from sandbox.info import SandboxInfo
+from sandbox.info import ProtectedChange, SandboxInfo
 
 
 class ToolError(Exception):
@@ -51,6 +51,8 @@ class ToolOutcome:
     exit_code: int | None = None
     failed: bool = False
     sandbox: SandboxInfo | None = None
+    protected: tuple[ProtectedChange, ...] = ()
+    """Auto-run paths the call created or changed and what was done about each."""
 
 
 ToolKind = Literal["execute", "read", "search"]

@@ -33,7 +33,13 @@ def _outcome(result: ExecResult) -> ToolOutcome:
     if result.exit_code not in (0, None) and not (result.timed_out or result.output_limit_exceeded):
         text = f"{text.rstrip()}\n[exit code {result.exit_code}]"
     failed = result.timed_out or result.output_limit_exceeded or result.exit_code is None
-    return ToolOutcome(text=text, exit_code=result.exit_code, failed=failed, sandbox=result.sandbox)
+    return ToolOutcome(
+        text=text,
+        exit_code=result.exit_code,
+        failed=failed,
+        sandbox=result.sandbox,
+        protected=result.protected,
+    )
 
 
 class PythonTool(Tool):

@@ -52,6 +52,7 @@ from server.protocol.status import (
 )
 from server.protocol.stream import (
     ContentEvent,
+    ProtectedPath,
     ReasoningEvent,
     StatusEvent,
     StreamEvent,
@@ -172,6 +173,7 @@ __all__ = [
     "IsolationLevel",
     "Method",
     "ModelUnavailableData",
+    "ProtectedPath",
     "ReasoningEvent",
     "SandboxReport",
     "SandboxState",

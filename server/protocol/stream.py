@@ -8,8 +8,20 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from engine.events import ToolStatus
+from sandbox.info import ProtectedAction
 from server.protocol.approvals import SandboxState
 from server.protocol.base import WireModel, optional
+
+
+class ProtectedPath(WireModel):
+    """An auto-run path a call created or changed, and what Gatehouse did about it."""
+
+    path: str = Field(description="Relative to the workspace.")
+    action: ProtectedAction = Field(
+        description="quarantined (moved out of the workspace, nothing lost), restored (the "
+        "original written back) or removed (the call removed it; reported only)."
+    )
+    detail: str = Field(description="What happened, for a person.")
 
 
 class StreamHead(WireModel):
@@ -74,6 +86,10 @@ class ToolEndEvent(StreamHead):
     result: str = Field(description="Exactly what the model receives.")
     sandbox: SandboxState | None = optional(
         "Present when code ran: the isolation it really ran under (none under bypass)."
+    )
+    protected: list[ProtectedPath] | None = optional(
+        "Present when the call created or changed auto-run paths (.git, hooks, .vscode, ...): "
+        "what was done about each (see docs/security.md)."
     )
 
 

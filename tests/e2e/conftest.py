@@ -124,8 +124,10 @@ async def start_server(tmp_path: Path) -> AsyncIterator[StartServer]:
         workspace: Path | None = None,
         extra_env: dict[str, str] | None = None,
         server_args: list[str] | None = None,
+        python: str | None = None,
     ) -> Peer:
-        """``server_args`` replace the scripted backend's (e.g. ``["--backend", "llama_cpp"]``)."""
+        """``server_args`` replace the scripted backend's (e.g. ``["--backend", "llama_cpp"]``);
+        ``python`` is the interpreter the server runs on (default: this one)."""
         ws = workspace or tmp_path / "ws"
         ws.mkdir(exist_ok=True)
         script = tmp_path / f"script{len(peers)}.json"
@@ -162,7 +164,7 @@ async def start_server(tmp_path: Path) -> AsyncIterator[StartServer]:
 
         env = {**os.environ, **(extra_env or {})}
         args = server_args or ["--backend", "scripted", "--script", str(script)]
-        await client.start_io(sys.executable, "-m", "server", *args, env=env)
+        await client.start_io(python or sys.executable, "-m", "server", *args, env=env)
         peer.init_result = await client.initialize_session(
             lsp.InitializeParams(
                 capabilities=capabilities,

@@ -319,6 +319,18 @@ def test_escape_codes_in_command_output_are_shown_not_obeyed(
     assert "\x1b[2J" not in proc.stdout
 
 
+def test_an_auto_run_path_planted_by_a_command_is_reported(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    command = "mkdir .vscode && echo '{}' > .vscode/tasks.json"
+    call = json.dumps({"name": "terminal", "arguments": {"command": command}})
+    s = script(f"<tool_call>{call}</tool_call>", "ok")
+    proc = run(chat_argv(workspace, s, "go", "--approve", "allow"))
+    assert proc.returncode == 0, proc.stderr
+    assert not (workspace / ".vscode").exists()
+    assert "! .vscode: quarantined" in proc.stdout
+
+
 # --- Ctrl-C --------------------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from engine.loop import AgentLoop, ApprovalOutcome, ApprovalRequest, Conversatio
 from engine.tools import BUILTIN_TOOLS
 from sandbox.box import Box
 from sandbox.bwrap import bwrap_argv, reexposed_paths
+from sandbox.guard import WorkspaceGuard
 from sandbox.info import SandboxInfo
 from sandbox.policy import SandboxSettings
 from sandbox.probe import probe
@@ -62,7 +63,12 @@ def test_strong_launch_hides_homes_and_keeps_git_read_only(tmp_path: Path) -> No
     ws, scratch = tmp_path / "ws", tmp_path / "scratch"
     (ws / ".git").mkdir(parents=True)
     scratch.mkdir()
-    argv = bwrap_argv("bwrap", workspace=ws, scratch=scratch, network=False, reexpose=[])
+    roots = WorkspaceGuard(ws, tmp_path / "quarantine").before().existing_roots()
+    assert roots == [".git"]
+    readonly = [(f"{ws}/{rel}", None) for rel in roots]
+    argv = bwrap_argv(
+        "bwrap", workspace=ws, scratch=scratch, network=False, reexpose=[], readonly=readonly
+    )
     joined = " ".join(argv)
     assert "--unshare-net" in argv and "--cap-drop ALL" in joined
     assert "--die-with-parent" in argv and "--unshare-pid" in argv

@@ -126,6 +126,7 @@
     if (end.exitCode !== null && end.exitCode !== undefined) meta.push('exit code ' + end.exitCode);
     if (end.isolation) meta.push('ran under ' + end.isolation);
     if (meta.length) card.append(el('div', 'tool-meta', meta.join(' · ')));
+    for (const line of end.protected || []) card.append(el('div', 'tool-protected', 'Protected path: ' + line));
     setToolStatus(card, end.status, true);
   }
 

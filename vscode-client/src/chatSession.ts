@@ -30,6 +30,8 @@ export interface ToolEndView {
   result: string;
   /** e.g. "strong · network off" when code ran. */
   isolation?: string;
+  /** Auto-run paths (.git, hooks, .vscode, ...) the call touched, and what was done, one line each. */
+  protected?: string[];
 }
 
 export interface ChatUi {
@@ -216,6 +218,9 @@ export class ChatSession {
           result: visible(event.result ?? ''),
         };
         if (event.sandbox !== undefined) end.isolation = isolationText(event.sandbox);
+        if (event.protected !== undefined && event.protected.length > 0) {
+          end.protected = event.protected.map((p) => visible(`${p.path}: ${p.action} (${p.detail})`));
+        }
         this.ui.endTool(end);
         break;
       }

@@ -286,6 +286,26 @@ export interface OpenAIOptions {
   apiKeyEnv?: string | null;
 }
 /**
+ * An auto-run path a call created or changed, and what Gatehouse did about it.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ProtectedPath".
+ */
+export interface ProtectedPath {
+  /**
+   * Relative to the workspace.
+   */
+  path: string;
+  /**
+   * quarantined (moved out of the workspace, nothing lost), restored (the original written back) or removed (the call removed it; reported only).
+   */
+  action: 'quarantined' | 'restored' | 'removed';
+  /**
+   * What happened, for a person.
+   */
+  detail: string;
+}
+/**
  * A delta of the model's reasoning (`<think>`); not part of the answer's text.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -596,6 +616,10 @@ export interface ToolEndEvent {
    */
   result: string;
   sandbox?: SandboxState1;
+  /**
+   * Present when the call created or changed auto-run paths (.git, hooks, .vscode, ...): what was done about each (see docs/security.md).
+   */
+  protected?: ProtectedPath[];
 }
 /**
  * Present when code ran: the isolation it really ran under (none under bypass).

@@ -210,3 +210,18 @@ test('model text and command output are shown with hidden characters written out
   transport.last.resolve(result());
   await done;
 });
+
+test('an auto-run path the call touched is reported on its tool card', async () => {
+  const { ui, transport, chat } = setup();
+  const done = chat.send('hello');
+  chat.handleEvent(ev({ type: 'tool_start', toolCallId: 'c1', name: 'terminal', arguments: { command: 'git init' }, awaitingConfirmation: false }));
+  chat.handleEvent(
+    ev({
+      type: 'tool_end', toolCallId: 'c1', name: 'terminal', status: 'completed', exitCode: 0, result: 'ok',
+      protected: [{ path: '.git', action: 'quarantined', detail: 'moved to /q/1' }],
+    }),
+  );
+  assert.deepEqual(ui.tools.get('c1')?.end?.protected, ['.git: quarantined (moved to /q/1)']);
+  transport.last.resolve(result());
+  await done;
+});
