@@ -22,7 +22,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
 
-GATEHOUSE_ARGV: tuple[str, ...] = (sys.executable, "-m", "server")
+GATEHOUSE_ARGV: tuple[str, ...] = (sys.executable, "-P", "-m", "server")
 """``gatehouse serve``, exactly as an editor would start it from this interpreter."""
 
 BASELINE_ARGV: tuple[str, ...] = (sys.executable, str(BASELINE_SERVER))

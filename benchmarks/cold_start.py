@@ -2,7 +2,9 @@
 
 Three contenders, interleaved run by run so that machine noise hits them alike:
 
-(a) ``gatehouse serve`` (``python -m server``),
+(a) ``gatehouse serve`` as both shipped clients start it (``python -P -m server --workspace DIR``:
+    the VS Code client and ``gatehouse chat`` pass the folder, so the sandbox probe runs while
+    the server loads),
 (b) a bare pygls ``LanguageServer`` with no features (``benchmarks/baseline_server.py``): what
     pygls alone costs, the real alternative,
 (c) ``python -c pass``: the interpreter floor (spawn to exit).
@@ -19,8 +21,10 @@ import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import _common as c
@@ -28,6 +32,7 @@ import _common as c
 from harness.connection import ErrorResponse, RpcClient
 
 HEAVY_MODULES = ("torch", "transformers", "llama_cpp")
+_WORKSPACE = Path(tempfile.mkdtemp(prefix="gatehouse-bench-ws-"))
 
 _HEAVY_CHECK = (
     "import json, sys, server.app\n"
@@ -59,7 +64,10 @@ async def spawn_to_exit(argv: Sequence[str]) -> float:
 
 
 CONTENDERS: dict[str, tuple[str, Callable[[], Awaitable[float]]]] = {
-    "gatehouse": ("gatehouse serve -> initialize", lambda: spawn_to_initialize(c.GATEHOUSE_ARGV)),
+    "gatehouse": (
+        "gatehouse serve -> initialize",
+        lambda: spawn_to_initialize((*c.GATEHOUSE_ARGV, "--workspace", str(_WORKSPACE))),
+    ),
     "pygls": ("bare pygls -> initialize", lambda: spawn_to_initialize(c.BASELINE_ARGV)),
     "python": ("python -c pass (floor)", lambda: spawn_to_exit((sys.executable, "-c", "pass"))),
 }

@@ -21,11 +21,10 @@ import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
-from engine.backends.base import Backend, Finish, GenerationOptions, Message, Notice, ToolSpec
+from engine.backends.base import Backend, Finish, Message, Notice, ToolSpec
 from engine.events import (
     AgentEvent,
     ContentDelta,
@@ -38,74 +37,33 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
-from engine.gate import GatePolicy
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
-from sandbox.box import Box
+from engine.turns import Conversation, ToolCallRecord, TurnControl, TurnRequest, TurnResult
+
+if TYPE_CHECKING:  # the runner and the workspace guard load with the first command
+    from sandbox.box import Box
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DENIED_TEXT",
+    "AgentLoop",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "Approver",
+    "Conversation",
+    "EventSink",
+    "ToolCallRecord",
+    "TurnControl",
+    "TurnRequest",
+    "TurnResult",
+]
 
 DENIED_TEXT = "The user denied this tool call."
 
 
 EventSink = Callable[[AgentEvent], None]
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    prompt: str
-    policy: GatePolicy = field(default_factory=GatePolicy)
-    tools_enabled: bool = True
-    enabled_tools: frozenset[str] | None = None
-    max_tool_calls: int = 25
-    options: GenerationOptions = field(default_factory=GenerationOptions)
-    tool_timeout_seconds: float = 120.0
-
-
-@dataclass
-class ToolCallRecord:
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    status: ToolStatus
-    exit_code: int | None = None
-
-
-@dataclass
-class TurnResult:
-    stop_reason: StopReason
-    text: str
-    tool_calls: list[ToolCallRecord]
-
-
-@dataclass
-class Conversation:
-    """What one session remembers between requests."""
-
-    messages: list[Message] = field(default_factory=list)
-    allowed_tools: set[str] = field(default_factory=set)
-    """Tools approved with ``allow_session``: further calls of these run without asking."""
-
-
-class TurnControl:
-    """Lets a transport cancel a running turn so that it *returns* ``stop_reason: cancelled``."""
-
-    def __init__(self) -> None:
-        self.cancel_requested = False
-        self._task: asyncio.Task[Any] | None = None
-
-    def bind(self, task: asyncio.Task[Any]) -> None:
-        self._task = task
-
-    def cancel(self) -> bool:
-        """Request cancellation; False when nothing is running."""
-        if self._task is None or self._task.done():
-            return False
-        if self.cancel_requested:
-            return True  # already cancelling: do not interrupt the clean-up
-        self.cancel_requested = True
-        self._task.cancel()
-        return True
 
 
 def _new_call_id() -> str:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import platform
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -222,11 +225,66 @@ def probe(
             sandbox, detail = check(settings, place)
             checks.append(TierCheck(level, sandbox is not None, detail))  # type: ignore[arg-type]
             chosen = chosen or sandbox
-    sandbox, detail = _limits_only(settings, place)
-    checks.append(TierCheck("limits-only", sandbox is not None, detail))
-    chosen = chosen or sandbox or Sandbox(SandboxInfo("none", True, "No isolation is available."))
+    if chosen is None or all_tiers:
+        sandbox, detail = _limits_only(settings, place)
+        checks.append(TierCheck("limits-only", sandbox is not None, detail))
+        chosen = chosen or sandbox
+    chosen = chosen or Sandbox(SandboxInfo("none", True, "No isolation is available."))
     if chosen.info.level != "none":
         chosen.trees = cgroups.discover()
     seconds = time.monotonic() - started
     logger.info("sandbox level %s (probe %.0f ms)", chosen.info.level, seconds * 1000)
     return ProbeReport(chosen, checks, seconds)
+
+
+def _inside(path: str | None, workspace: Path) -> bool:
+    if path is None:
+        return False
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(workspace))
+
+
+class EarlyProbe:
+    """The probe, started when the process starts, before the settings are known, so its
+    self-tests (mostly waiting for child processes) overlap the server's imports.
+
+    Only for a workspace known at launch (``--workspace``): programs are looked up on ``PATH``
+    and run by the self-tests, and an entry inside the workspace (an activated ``.venv/bin``
+    where approved code planted a ``prlimit``) must be excluded before anything runs.
+    :meth:`report` adopts the result for the real settings when that is sound: the settings only
+    say what is reported (``network``) and enforced later (``minLevel``, limits), and a tier whose
+    self-test passed without the network passes with it. It probes again for another workspace,
+    or when the early probe failed.
+    """
+
+    def __init__(self, place: Place) -> None:
+        if place.workspace is None:
+            raise ValueError("an early probe needs the workspace (programs inside it never run)")
+        self._place = place
+        self._result: Future[ProbeReport] = Future()
+        thread = threading.Thread(target=self._run, name="gatehouse-probe", daemon=True)
+        thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result.set_result(probe(SandboxSettings(), place=self._place))
+        except BaseException as exc:  # reported through report(), which probes again
+            self._result.set_exception(exc)
+
+    def report(self, settings: SandboxSettings, workspace: Path) -> ProbeReport:
+        place = replace(self._place, workspace=workspace)
+        try:
+            early = self._result.result()
+        except Exception as exc:
+            logger.warning("the early probe failed (%s): probing again", exc)
+            return probe(settings, place=place)
+        sandbox = early.sandbox
+        assert self._place.workspace is not None
+        same = os.path.realpath(self._place.workspace) == os.path.realpath(workspace)
+        if not same or any(_inside(p, workspace) for p in (sandbox.bwrap_source, sandbox.prlimit)):
+            logger.info("the early probe does not fit this workspace: probing again")
+            return probe(settings, place=place)
+        confined = sandbox.info.level in ("strong", "standard")
+        info = replace(sandbox.info, network=settings.network or not confined)  # as _info says
+        return ProbeReport(
+            replace(sandbox, info=info, settings=settings), early.checks, early.seconds
+        )

@@ -23,13 +23,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.bwrap import ReadOnly, bwrap_argv, reexposed_paths
 from sandbox.cgroups import CommandGroup, _Tree
 from sandbox.environment import scrub_environment
-from sandbox.guard import WorkspaceGuard
 from sandbox.info import UNSANDBOXED, SandboxInfo
+
+if TYPE_CHECKING:
+    from sandbox.guard import WorkspaceGuard
 from sandbox.paths import HIDDEN_ROOTS
 from sandbox.policy import Limits, SandboxSettings, level_rank
 from sandbox.quarantine import DIR_FLAGS, open_dir
@@ -237,6 +239,8 @@ class Sandbox:
         with self._lock:
             guard = self._guards.get(key)
             if guard is None:
+                from sandbox.guard import WorkspaceGuard  # noqa: PLC0415 - with the first command
+
                 guard = self._guards[key] = WorkspaceGuard(workspace, self.quarantine_root)
         return guard
 

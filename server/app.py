@@ -28,7 +28,7 @@ from engine import __version__
 from sandbox import cgroups
 from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
-from sandbox.probe import Place, probe
+from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
 from server.options import ServerOptions, parse_options
 from server.protocol import AGENT_CANCEL, AGENT_CHAT, AGENT_STATUS, METHODS, Method, WireModel
@@ -56,6 +56,10 @@ class LaunchSettings:
     workspace: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
     """Options given as flags (wire names), applied over ``initializationOptions``."""
+    scratch_root: Path | None = None
+    """The server's private folder (0700): session tmp folders, the copy of bwrap that runs."""
+    early_probe: EarlyProbe | None = None
+    """The sandbox probe, started with the process (see :class:`sandbox.probe.EarlyProbe`)."""
 
 
 Handler = Callable[[Any], Awaitable[WireModel] | WireModel]
@@ -100,7 +104,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
     )
     protocol = server.protocol
-    scratch_root = Path(tempfile.mkdtemp(prefix="gatehouse-"))
+    scratch_root = launch.scratch_root or Path(tempfile.mkdtemp(prefix="gatehouse-"))
     service = AgentService(
         protocol,
         Notifier(protocol),
@@ -126,7 +130,10 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         )
         workspace = _workspace_from(params, launch)
         drop_workspace_imports(workspace)  # nothing imported later may come from there
-        report = probe(settings, place=Place(workspace, scratch_root / "bin"))
+        if launch.early_probe is not None:
+            report = launch.early_probe.report(settings, workspace)
+        else:
+            report = probe(settings, place=Place(workspace, scratch_root / "bin"))
         service.configure(options, workspace, _client_features(params), report.sandbox)
         logger.info("initialized: workspace %s, client %s", service.workspace, service.client)
         return {"gatehouse": service.capabilities().wire()}

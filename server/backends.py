@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.backends.base import Backend, BackendError
-from engine.backends.scripted import ScriptedBackend, ScriptedTurn
-from engine.models import resolve_model
 from server.errors import InvalidParams, InvalidRequest
 from server.options import ServerOptions
 from server.protocol import InvalidParamsData, ModelUnavailableData
@@ -26,6 +24,9 @@ Progress = Callable[[str], None]
 
 def create_backend(options: ServerOptions, model: str | None) -> Backend:
     """A backend for ``model`` (None: the configured one). Cheap: nothing is loaded yet."""
+    from engine.backends.scripted import ScriptedBackend, ScriptedTurn  # noqa: PLC0415
+    from engine.models import resolve_model  # noqa: PLC0415 - not on the start-up path
+
     model = model or options.model
     if options.backend == "scripted":
         if options.script is None:
@@ -83,6 +84,8 @@ class BackendManager:
         if self.is_current(model):
             return
         if self.options.backend in ("llama_cpp", "transformers"):
+            from engine.models import resolve_model  # noqa: PLC0415 - not on the start-up path
+
             try:
                 resolve_model(model)
             except BackendError as exc:

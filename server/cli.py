@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+import tempfile
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -131,6 +132,23 @@ def _list_models(as_json: bool) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    # With --workspace (gatehouse chat and the VS Code client pass it), the sandbox probe's
+    # self-tests (mostly waiting for child processes) run in a thread while the server's imports
+    # (mostly lsprotocol) load: a shorter cold start.
+    from sandbox.hardening import make_non_dumpable  # noqa: PLC0415
+    from sandbox.probe import EarlyProbe, Place  # noqa: PLC0415
+
+    make_non_dumpable()
+    scratch_root = Path(tempfile.mkdtemp(prefix="gatehouse-"))
+    place = Place(args.workspace, scratch_root / "bin")
+    early = EarlyProbe(place) if args.workspace is not None else None
+    from server.app import LaunchSettings, serve  # noqa: PLC0415 - only what serving needs
+
+    serve(LaunchSettings(args.workspace, option_flags(args), scratch_root, early))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.log_level is None:
@@ -145,10 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # pygls logs every message it sends at INFO: noise, and a cost on the hot path.
         logging.getLogger("pygls").setLevel(logging.WARNING)
     if args.command == "serve":
-        from server.app import LaunchSettings, serve  # noqa: PLC0415 - import only what the subcommand needs
-
-        serve(LaunchSettings(args.workspace, option_flags(args)))
-        return 0
+        return _serve(args)
     if args.command == "models":
         return _list_models(args.json)
     if args.command == "doctor":

@@ -11,15 +11,14 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import __version__
 from engine.backends.base import GenerationOptions
 from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
-from engine.loop import AgentLoop, TurnControl, TurnRequest, TurnResult
-from engine.tools import BUILTIN_TOOL_NAMES, BUILTIN_TOOLS
-from sandbox.box import Box
+from engine.tools import BUILTIN_TOOL_NAMES, builtin_tools
+from engine.turns import TurnControl, TurnRequest, TurnResult
 from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import Approvals, ClientChannel, PromptSettings
 from server.backends import BackendManager
@@ -43,6 +42,9 @@ from server.protocol import (
     UnwiredGateData,
 )
 from server.sessions import Session, SessionStore
+
+if TYPE_CHECKING:
+    from sandbox.box import Box
 from server.stream import TurnStream
 
 logger = logging.getLogger(__name__)
@@ -145,7 +147,7 @@ class AgentService:
     # --- agent/chat -------------------------------------------------------------------------
 
     def _turn_request(self, params: ChatParams) -> TurnRequest:
-        unknown = [n for n in params.enabled_tools or [] if n not in BUILTIN_TOOLS]
+        unknown = [n for n in params.enabled_tools or [] if n not in BUILTIN_TOOL_NAMES]
         if unknown:
             raise InvalidParams(
                 f"Invalid params: enabledTools: unknown tool(s) {', '.join(map(repr, unknown))}; "
@@ -172,6 +174,8 @@ class AgentService:
     def _box_for(self, session_id: str) -> Box:
         """A new session's box: the workspace, this machine's sandbox and a private tmp (removed
         with the server's scratch root)."""
+        from sandbox.box import Box  # noqa: PLC0415 - the runner loads with the first session
+
         scratch = None
         if self.scratch_root is not None:
             scratch = self.scratch_root / session_id
@@ -185,7 +189,7 @@ class AgentService:
         flag = unwireable_flag(
             request.policy,
             tools_enabled=request.tools_enabled,
-            enabled_tools=[BUILTIN_TOOLS[name] for name in names],
+            enabled_tools=[builtin_tools()[name] for name in names],
             max_tool_calls=request.max_tool_calls,
         )
         if flag is not None:
@@ -257,7 +261,9 @@ class AgentService:
                 task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
                 result = TurnResult("cancelled", "", [])
                 return self._result(session, turn_id, result)
-            loop = AgentLoop(backend, BUILTIN_TOOLS, session.box)
+            from engine.loop import AgentLoop  # noqa: PLC0415 - loaded with the first turn
+
+            loop = AgentLoop(backend, builtin_tools(), session.box)
             result = await loop.run(
                 session.conversation,
                 request,

@@ -6,9 +6,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from engine.loop import Conversation, TurnControl
-from sandbox.box import Box
+from engine.turns import Conversation, TurnControl
+
+if TYPE_CHECKING:
+    from sandbox.box import Box
 
 
 @dataclass

@@ -10,11 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sandbox.box import Box
+if TYPE_CHECKING:  # the runner and the workspace guard load on the first command
+    from sandbox.box import Box
 from sandbox.info import ProtectedChange, SandboxInfo
 
 
@@ -25,7 +26,7 @@ class ToolError(Exception):
 class ToolArgs(BaseModel):
     """Base of every tool's argument model: unknown arguments are an error the model sees."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,11 @@ class ToolContext:
 
     @property
     def code_box(self) -> Box:
-        return self.box if self.box is not None else Box(self.workspace)
+        if self.box is not None:
+            return self.box
+        from sandbox.box import Box  # noqa: PLC0415
+
+        return Box(self.workspace)
 
 
 @dataclass(frozen=True)

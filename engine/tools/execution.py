@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from engine.tools.base import Tool, ToolArgs, ToolContext, ToolOutcome
-from sandbox.runner import ExecResult
+
+if TYPE_CHECKING:
+    from sandbox.runner import ExecResult
 
 
 class PythonArgs(ToolArgs):

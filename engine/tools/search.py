@@ -31,9 +31,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import regex
+if TYPE_CHECKING:  # imported on the first search, not at server start-up
+    import regex
 from pydantic import Field
 
 from engine.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolKind, ToolOutcome
@@ -80,6 +81,8 @@ class Matcher:
 
     @classmethod
     def compile(cls, pattern: str, deadline: float, stop: threading.Event) -> Matcher:
+        import regex  # noqa: PLC0415 - 7 ms of import, not on the start-up path
+
         try:
             line = regex.compile(pattern, regex.VERSION0)
             whole = None

@@ -17,7 +17,7 @@ from sandbox.bwrap import bwrap_argv, reexposed_paths
 from sandbox.guard import WorkspaceGuard
 from sandbox.info import SandboxInfo
 from sandbox.policy import SandboxSettings
-from sandbox.probe import probe
+from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.tiers import Sandbox
 from server.doctor import render, report
 
@@ -113,3 +113,27 @@ def test_probe_picks_a_tier_that_really_ran_and_doctor_explains_each() -> None:
     text = render(data)
     assert f"Isolation level: {data['level']}" in text
     assert "minLevel" in text
+
+
+def test_the_early_probe_needs_the_workspace_before_anything_runs(tmp_path: Path) -> None:
+    # Without the workspace, a program planted in an activated .venv/bin on PATH could be run
+    # by the self-tests: the early probe refuses to start.
+    with pytest.raises(ValueError, match="workspace"):
+        EarlyProbe(Place(None, tmp_path / "bin"))
+
+
+def test_the_early_probe_is_adopted_for_its_workspace_with_the_real_settings(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    early = EarlyProbe(Place(ws, tmp_path / "bin"))
+    settings = SandboxSettings(network=True, min_level="strong")
+    report = early.report(settings, ws)
+    assert report.sandbox.settings == settings
+    if report.sandbox.info.level in ("strong", "standard"):
+        assert report.sandbox.info.network is True  # what the prompts will say
+    other = tmp_path / "other"
+    other.mkdir()
+    again = early.report(SandboxSettings(), other)  # another workspace: probed again
+    assert again.sandbox.settings == SandboxSettings()

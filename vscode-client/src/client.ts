@@ -173,13 +173,15 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     this.log.info(`Starting ${found.command} -m server (from ${found.source})`);
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const serverOptions: ServerOptions = {
       command: found.command,
       // No `transport`: with TransportKind.stdio vscode-languageclient appends `--stdio`, which the
       // server's argument parser rejects. Without it, stdio is still the channel.
       // -P and a neutral folder: a `server` package in the user's workspace (which approved code
       // can write) is never what runs.
-      args: ['-P', '-m', 'server'],
+      // --workspace: the folder is known now, so the server probes its sandbox while it loads.
+      args: ['-P', '-m', 'server', ...(folder === undefined ? [] : ['--workspace', folder])],
       options: { cwd: this.context.extensionPath },
     };
     const client = new LanguageClient('gatehouse', 'Gatehouse', serverOptions, {

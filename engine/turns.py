@@ -1,0 +1,70 @@
+"""A turn's vocabulary: what a request asks for, what a session remembers, how a turn is
+stopped and what it produced. Light on purpose: the server holds these for every session without
+loading the agent loop itself (:mod:`engine.loop`) until the first turn runs."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.backends.base import GenerationOptions, Message
+from engine.events import StopReason, ToolStatus
+from engine.gate import GatePolicy
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    prompt: str
+    policy: GatePolicy = field(default_factory=GatePolicy)
+    tools_enabled: bool = True
+    enabled_tools: frozenset[str] | None = None
+    max_tool_calls: int = 25
+    options: GenerationOptions = field(default_factory=GenerationOptions)
+    tool_timeout_seconds: float = 120.0
+
+
+@dataclass
+class ToolCallRecord:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    status: ToolStatus
+    exit_code: int | None = None
+
+
+@dataclass
+class TurnResult:
+    stop_reason: StopReason
+    text: str
+    tool_calls: list[ToolCallRecord]
+
+
+@dataclass
+class Conversation:
+    """What one session remembers between requests."""
+
+    messages: list[Message] = field(default_factory=list)
+    allowed_tools: set[str] = field(default_factory=set)
+    """Tools approved with ``allow_session``: further calls of these run without asking."""
+
+
+class TurnControl:
+    """Lets a transport cancel a running turn so that it *returns* ``stop_reason: cancelled``."""
+
+    def __init__(self) -> None:
+        self.cancel_requested = False
+        self._task: asyncio.Task[Any] | None = None
+
+    def bind(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+
+    def cancel(self) -> bool:
+        """Request cancellation; False when nothing is running."""
+        if self._task is None or self._task.done():
+            return False
+        if self.cancel_requested:
+            return True  # already cancelling: do not interrupt the clean-up
+        self.cancel_requested = True
+        self._task.cancel()
+        return True
