@@ -3,27 +3,34 @@
 
 Small models need help: a plain description of each tool, the exact call format, and a few
 worked examples. Tool results go back as ``<tool_response>`` blocks in a user turn, which every
-chat template can render (many small models were never trained on a ``tool`` role).
+chat template can render (many small models were never trained on a ``tool`` role). The markup
+itself comes from :mod:`engine.toolcalls.markup`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.backends.base import Message, Notice, ToolSpec
+from engine.toolcalls.markup import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    RESPONSE_OPEN,
+    call_markup,
+    response_markup,
+)
 
 BASE_PROMPT = (
     "You are Gatehouse, a careful coding assistant working in the user's project folder. "
     "Answer briefly and precisely."
 )
 
-_CALL_FORMAT = """You can call tools. To call one, write exactly this and then stop:
-<tool_call>
-{"name": "<tool name>", "arguments": {<the arguments as JSON>}}
-</tool_call>
-The result comes back in the next message, inside <tool_response>. Call a tool only when you need
+_CALL_FORMAT = f"""You can call tools. To call one, write exactly this and then stop:
+{CALL_OPEN}
+{{"name": "<tool name>", "arguments": {{<the arguments as JSON>}}}}
+{CALL_CLOSE}
+The result comes back in the next message, inside {RESPONSE_OPEN}. Call a tool only when you need
 its result; otherwise answer directly. A person approves each command before it runs."""
 
 _EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -50,11 +57,6 @@ def _signature(spec: ToolSpec) -> str:
     return f"- {spec.name}: {spec.description} Arguments: {{{args}}}"
 
 
-def tool_call_markup(name: str, arguments: dict[str, Any]) -> str:
-    call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-    return f"<tool_call>\n{call}\n</tool_call>"
-
-
 def system_prompt(tools: Sequence[ToolSpec]) -> str:
     if not tools:
         return BASE_PROMPT
@@ -64,7 +66,7 @@ def system_prompt(tools: Sequence[ToolSpec]) -> str:
     if examples:
         lines += ["", "Examples:"]
         for name, (question, arguments) in examples:
-            lines += [f"User: {question}", f"Assistant: {tool_call_markup(name, arguments)}", ""]
+            lines += [f"User: {question}", f"Assistant: {call_markup(name, arguments)}", ""]
     return "\n".join(lines).rstrip()
 
 
@@ -75,9 +77,9 @@ def chat_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> lis
         if message.role == "system":
             continue  # the system prompt is ours
         if message.role == "tool":
-            body = f"<tool_response>\n{message.name}: {message.content.rstrip()}\n</tool_response>"
+            body = response_markup(message.name, message.content.rstrip())
             previous = rendered[-1]
-            if previous["role"] == "user" and previous["content"].startswith("<tool_response>"):
+            if previous["role"] == "user" and previous["content"].startswith(RESPONSE_OPEN):
                 # Several results of one turn go into one message, before the closing line.
                 head, _, _ = previous["content"].rpartition("\n\n")
                 previous["content"] = f"{head}\n{body}\n\n{_AFTER_RESULTS}"
@@ -100,7 +102,7 @@ def fit_to_context(
         prompts = [
             i
             for i, m in enumerate(kept)
-            if m["role"] == "user" and not m["content"].startswith("<tool_response>")
+            if m["role"] == "user" and not m["content"].startswith(RESPONSE_OPEN)
         ]
         current = prompts[-1] if prompts else len(kept) - 1
         if current <= 1:

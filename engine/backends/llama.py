@@ -32,6 +32,7 @@ from engine.backends.base import (
 )
 from engine.backends.threaded import model_executor, stream_in_thread
 from engine.prompting import chat_messages, context_notice, fit_to_context
+from engine.toolcalls.markup import RESPONSE_OPEN, call_grammar_root
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def tool_call_grammar(tools: Sequence[ToolSpec]) -> str:
     }
     body: str = json_schema_to_gbnf(json.dumps(schema))
     body = body.replace("root ::=", "call ::=", 1)
-    return 'root ::= "<tool_call>\\n" call "\\n</tool_call>"\n' + body
+    return call_grammar_root("call") + body
 
 
 class LlamaCppBackend(Backend):
@@ -157,7 +158,7 @@ class LlamaCppBackend(Backend):
                 "temperature": 0.0 if options.temperature is None else options.temperature,
                 "repeat_penalty": 1.1,
                 # Small models imitate the tool-result format instead of answering: stop there.
-                "stop": ["<tool_response>"],
+                "stop": [RESPONSE_OPEN],
             }
             if options.seed is not None:
                 kwargs["seed"] = options.seed

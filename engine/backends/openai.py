@@ -30,8 +30,9 @@ from engine.backends.base import (
     Notice,
     ToolSpec,
 )
-from engine.prompting import BASE_PROMPT, tool_call_markup
+from engine.prompting import BASE_PROMPT
 from engine.toolcalls import ParsedToolCall, TextPiece, ToolCallParser
+from engine.toolcalls.markup import call_markup, response_markup
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +65,7 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         message = messages[i]
         i += 1
         if message.role == "tool":  # a result with no assistant turn before it
-            body = f"<tool_response>\n{message.name}: {message.content}\n</tool_response>"
-            out.append({"role": "user", "content": body})
+            out.append({"role": "user", "content": response_markup(message.name, message.content)})
             continue
         if message.role != "assistant":
             out.append({"role": message.role, "content": message.content})
@@ -123,10 +123,7 @@ def _call_text(name: str, arguments: str) -> str:
         value: Any = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
         value = arguments
-    if isinstance(value, dict):
-        return tool_call_markup(name, value)
-    call = json.dumps({"name": name, "arguments": value}, ensure_ascii=False)
-    return f"<tool_call>\n{call}\n</tool_call>"
+    return call_markup(name, value)
 
 
 class _Calls:

@@ -12,23 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
-from engine.toolcall_formats.base import Found
-from engine.toolcall_formats.json_calls import (
-    DS_CALL_BEGIN,
-    DS_CALL_END,
-    DS_CALLS_BEGIN,
-    DS_CALLS_END,
-    parse_deepseek,
-    parse_hermes,
-    parse_json_calls,
-    parse_mistral,
-)
-from engine.toolcall_formats.scan import EndFinder, FenceEnd, MistralEnd
-from engine.toolcall_formats.text_calls import (
-    parse_function_gemma,
-    parse_function_tag,
-    parse_python_calls,
-)
+from engine.toolcalls import deepseek, gemma, hermes, llama, mistral
+from engine.toolcalls.base import Found
+from engine.toolcalls.json_calls import parse_json_calls, split_json_calls
+from engine.toolcalls.markup import CALL_CLOSE, CALL_OPEN
+from engine.toolcalls.scan import EndFinder, FenceEnd
 
 
 @dataclass(frozen=True)
@@ -50,28 +38,26 @@ class Block:
 
 
 _DS_CALL = Block(
-    DS_CALL_BEGIN, (DS_CALL_END,), "call", parse_deepseek, (DS_CALL_BEGIN, DS_CALLS_END)
+    deepseek.CALL_BEGIN,
+    (deepseek.CALL_END,),
+    "call",
+    deepseek.parse_deepseek,
+    (deepseek.CALL_BEGIN, deepseek.CALLS_END),
 )
 TAG_BLOCKS: tuple[Block, ...] = (
     Block("<think>", ("</think>",), "reasoning"),
-    Block("<tool_call>", ("</tool_call>",), "call", parse_hermes, ("<tool_call>",)),
-    Block("<function=", ("</function>",), "call", parse_function_tag, ("<function=",)),
+    Block(CALL_OPEN, (CALL_CLOSE,), "call", hermes.parse_hermes, (CALL_OPEN,)),
+    Block("<function=", ("</function>",), "call", hermes.parse_function_tag, ("<function=",)),
+    Block(llama.PYTHON_TAG, llama.ENDS, "call", llama.parse_python_tag, (llama.PYTHON_TAG,)),
+    Block(mistral.OPEN, (), "call", mistral.parse_mistral, finder=mistral.MistralEnd),
     Block(
-        "<|python_tag|>",
-        ("<|eom_id|>", "<|eot_id|>"),
+        gemma.CALL_OPEN,
+        (gemma.CALL_CLOSE,),
         "call",
-        partial(parse_json_calls, where="<|python_tag|>"),
-        ("<|python_tag|>",),
+        gemma.parse_function_gemma,
+        (gemma.CALL_OPEN,),
     ),
-    Block("[TOOL_CALLS]", (), "call", parse_mistral, finder=MistralEnd),
-    Block(
-        "<start_function_call>",
-        ("<end_function_call>",),
-        "call",
-        parse_function_gemma,
-        ("<start_function_call>",),
-    ),
-    Block(DS_CALLS_BEGIN, (DS_CALLS_END,), "calls", inner=(_DS_CALL,)),
+    Block(deepseek.CALLS_BEGIN, (deepseek.CALLS_END,), "calls", inner=(_DS_CALL,)),
 )
 """Blocks recognised anywhere in text."""
 
@@ -85,11 +71,21 @@ _JSON_FENCE = Block(
 FENCE_BLOCKS = {
     "tool_call": _JSON_FENCE,
     "tool_calls": _JSON_FENCE,
-    "tool_code": Block("```tool_code", ("```",), "call", parse_python_calls, finder=FenceEnd),
+    "tool_code": Block("```tool_code", ("```",), "call", gemma.parse_python_calls, finder=FenceEnd),
 }
 """Fence languages that always mean a call."""
 FENCE_LANGS = frozenset({"", "json", *FENCE_BLOCKS})
 """Fence languages held back as possible calls ("" and "json": only if the JSON is a call)."""
+
+
+def bare_calls(text: str) -> list[Found] | None:
+    """The calls in a whole turn that is nothing but calls: call-shaped JSON, or a Python list
+    of calls (Llama 3.2 "pythonic"); ``None`` for anything else."""
+    found = split_json_calls(text)
+    if found is None and text.strip().startswith("["):
+        return llama.parse_pythonic_list(text)
+    return found
+
 
 _INFO_RE = re.compile(r"[ \t]*([A-Za-z_]*)([ \t]*)\r?")
 _BACKTICKS = re.compile("`+")

@@ -4,7 +4,7 @@ A model's output arrives in deltas of any size, which may split a tag anywhere. 
 them, in order, into :class:`TextPiece` (content or reasoning, streamed live), :class:`ArgsPreview`
 (the raw inner text of a call while the model writes it) and :class:`ParsedToolCall` events.
 
-Call markup recognised (each family's reader is in :mod:`engine.toolcall_formats`):
+Call markup recognised (each family's reader is a module of :mod:`engine.toolcalls`):
 
 * Hermes/Qwen ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, and Qwen3-coder XML
   ``<function=NAME><parameter=KEY>value</parameter></function>`` inside it or on its own;
@@ -25,59 +25,25 @@ unclosed call is parsed when the next block of its kind opens or at the end of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from engine.toolcall_formats import (
+from engine.toolcalls.base import Found, failed, is_json
+from engine.toolcalls.events import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece
+from engine.toolcalls.json_calls import split_json_calls
+from engine.toolcalls.markers import (
     FENCE_BLOCKS,
     TAG_BLOCKS,
     Block,
-    EndFinder,
     FenceAction,
-    Found,
-    JsonScan,
     backtick_run,
     bare_calls,
     earliest,
-    failed,
     find_fence,
-    is_json,
     partial_start,
-    split_json_calls,
 )
+from engine.toolcalls.scan import EndFinder, JsonScan
 
-__all__ = ["ArgsPreview", "ParseEvent", "ParsedToolCall", "TextPiece", "ToolCallParser"]
-
-
-@dataclass(frozen=True)
-class TextPiece:
-    """A delta of visible content or of reasoning; never cumulative, never empty."""
-
-    kind: Literal["content", "reasoning"]
-    text: str
-
-
-@dataclass(frozen=True)
-class ArgsPreview:
-    """A delta of a call's raw inner text while the model writes it. A live preview only."""
-
-    index: int
-    text: str
-
-
-@dataclass(frozen=True)
-class ParsedToolCall:
-    """A complete tool call. ``error`` is set when call markup was found but could not be parsed;
-    it is a reason written for the model to read."""
-
-    index: int
-    name: str
-    arguments: dict[str, Any]
-    raw: str
-    error: str | None = None
-
-
-ParseEvent = TextPiece | ArgsPreview | ParsedToolCall
+__all__ = ["ToolCallParser"]
 
 
 _Mode = Literal["text", "bare", "fence"] | Block
