@@ -29,6 +29,13 @@ from sandbox import cgroups
 from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import probe
+from server.model_methods import (
+    AGENT_MODELS,
+    AGENT_PULL_MODEL,
+    ModelMethods,
+    ModelsParams,
+    PullModelParams,
+)
 from server.options import ServerOptions, parse_options
 from server.protocol import (
     AGENT_CANCEL,
@@ -182,6 +189,9 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
     route(AGENT_CHAT, ChatParams, service.chat)
     route(AGENT_CANCEL, CancelParams, service.cancel)
     route(AGENT_STATUS, StatusParams, lambda _params: service.status())
+    model_methods = ModelMethods(service)
+    route(AGENT_MODELS, ModelsParams, model_methods.models)
+    route(AGENT_PULL_MODEL, PullModelParams, model_methods.pull)
     server.service = service  # type: ignore[attr-defined]  # for in-process tests
     return server
 
