@@ -66,3 +66,22 @@ export function watchSettings(onChange: () => void, log: vscode.LogOutputChannel
     listener.dispose();
   });
 }
+
+/** `gatehouse.model`, written where it is set (a folder or workspace value wins over the user's). */
+export function modelSetting(): { get(): string; set(value: string): Promise<void> } {
+  const key = 'model';
+  return {
+    get: () => vscode.workspace.getConfiguration(SECTION).get<string>(key, ''),
+    set: async (value) => {
+      const config = vscode.workspace.getConfiguration(SECTION);
+      const inspected = config.inspect<string>(key);
+      const target =
+        inspected?.workspaceFolderValue !== undefined
+          ? vscode.ConfigurationTarget.WorkspaceFolder
+          : inspected?.workspaceValue !== undefined
+            ? vscode.ConfigurationTarget.Workspace
+            : vscode.ConfigurationTarget.Global;
+      await config.update(key, value === '' ? undefined : value, target);
+    },
+  };
+}

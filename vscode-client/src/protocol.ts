@@ -8,6 +8,7 @@ export const Methods = {
   chat: 'agent/chat',
   cancel: 'agent/cancel',
   status: 'agent/status',
+  models: 'agent/models',
   stream: 'agent/stream',
   toolConfirm: 'toolConfirm',
 } as const;
@@ -119,6 +120,33 @@ export interface StatusResult {
   sandbox: SandboxInfo;
   sessions: SessionSummary[];
   modelLoaded?: boolean;
+}
+
+// --- agent/models ------------------------------------------------------------------------------
+
+export type ModelSource = 'embedded' | 'configured' | 'models folder' | 'ollama' | 'lmstudio' | 'hf';
+
+export interface ModelInfo {
+  /** What `model` accepts: `ollama:qwen2.5:0.5b`, `lmstudio:…`, `hf:org/repo/file.gguf`, … */
+  name: string;
+  source: ModelSource;
+  kind: 'gguf' | 'safetensors';
+  path: string;
+  sizeBytes: number;
+  architecture: string | null;
+  displayName: string | null;
+  parameters: number | null;
+  quantization: string | null;
+  contextLength: number | null;
+  chatTemplate: boolean | null;
+  /** Set when the model's files cannot be read. */
+  error: string | null;
+}
+
+export interface ModelsResult {
+  models: ModelInfo[];
+  current: string | null;
+  modelsFolder: string;
 }
 
 // --- agent/stream ------------------------------------------------------------------------------
