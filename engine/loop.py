@@ -82,6 +82,9 @@ class TurnRequest:
     tools_enabled: bool = True
     enabled_tools: frozenset[str] | None = None
     max_tool_calls: int = 25
+    tool_rounds: int | None = None
+    """Model turns that may call tools; after that many the model answers without tools (small
+    models answer best from one round of results). None: no limit."""
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tool_timeout_seconds: float = 120.0
     sandbox: Sandbox | None = None
@@ -174,8 +177,11 @@ class _Turn:
 
     async def run(self) -> StopReason:
         specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.offered]
+        limit = self.request.tool_rounds
+        rounds = 0
         while True:
-            raw, calls, finish = await self._model_turn(specs)
+            answering = limit is not None and rounds >= limit
+            raw, calls, finish = await self._model_turn([] if answering else specs)
             self.remember(Message("assistant", raw))
             if finish == "length":
                 if calls:
@@ -184,6 +190,15 @@ class _Turn:
                 return "max_tokens"
             if not calls:
                 return "end_turn"
+            if answering:
+                names = ", ".join(sorted({c.name or "a tool" for c in calls}))
+                self.emit(
+                    StatusNote(
+                        f"{names} not run: this model answers after {limit} round(s) of calls."
+                    )
+                )
+                return "tool_limit"
+            rounds += 1
             for call in calls:
                 if self.calls_used >= self.request.max_tool_calls:
                     self.emit(
@@ -195,10 +210,11 @@ class _Turn:
                     return "tool_limit"
                 self.calls_used += 1
                 record, text = await self._handle_call(call)
-                self.remember(Message("tool", text, name=record.name, tool_call_id=record.id))
+                self.remember(Message("tool", text, record.name, record.id, status=record.status))
 
     async def _model_turn(self, specs: list[ToolSpec]) -> tuple[str, list[ParsedToolCall], str]:
-        parser = ToolCallParser(tools_enabled=bool(specs))
+        # Tools withheld for the answer turn still parse markup: it never reaches content.
+        parser = ToolCallParser(tools_enabled=bool(self.offered))
         raw_parts: list[str] = []
         calls: list[ParsedToolCall] = []
         finish = "stop"
@@ -295,7 +311,7 @@ class _Turn:
         except asyncio.CancelledError:
             text = "The tool call was cancelled by the user."
             end("cancelled", text)
-            self.remember(Message("tool", text, name=record.name, tool_call_id=record.id))
+            self.remember(Message("tool", text, record.name, record.id, status="cancelled"))
             raise
         status: ToolStatus = "failed" if outcome.failed else "completed"
         if status == "completed" and outcome.exit_code in (None, 0):

@@ -40,9 +40,10 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--threads", type=int, help="CPU threads for local models")
         p.add_argument(
             "--tool-grammar",
-            action="store_true",
+            action=argparse.BooleanOptionalAction,
             default=None,
-            help="constrain a request's first model turn to a valid tool call (small models)",
+            help="constrain a request's first model turn to a valid tool call "
+            "(default: on for models of at most 1B parameters)",
         )
         p.add_argument(
             "--log-level",
@@ -63,7 +64,11 @@ def _parser() -> argparse.ArgumentParser:
         help="how to answer approval prompts (ask: on a TTY; without a TTY that means deny)",
     )
     chat.add_argument("--json", action="store_true", help="print every message as a JSON line")
-    chat.add_argument("--tools", help="comma-separated built-in tools to offer (default: all)")
+    chat.add_argument(
+        "--tools",
+        help="comma-separated built-in tools to offer (default: all; models of at most 1B "
+        "parameters: terminal)",
+    )
 
     models = sub.add_parser(
         "models",

@@ -252,8 +252,9 @@ class Chat:
             value = getattr(self.args, flag, None)
             if value is not None:
                 argv += [f"--{flag}", str(value)]
-        if getattr(self.args, "tool_grammar", None):
-            argv.append("--tool-grammar")
+        grammar = getattr(self.args, "tool_grammar", None)
+        if grammar is not None:
+            argv.append("--tool-grammar" if grammar else "--no-tool-grammar")
         return argv
 
     async def _initialize(self) -> dict[str, Any]:

@@ -56,7 +56,8 @@ def table(infos: list[ModelInfo]) -> str:
     return "\n".join(f"{line}  {r[-1]}".rstrip() for line, r in zip(lines, rows, strict=True))
 
 
-def list_command(as_json: bool, out: TextIO = sys.stdout) -> int:
+def list_command(as_json: bool, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     infos = [describe(entry) for entry in list_models()]
     if as_json:
         document = {"models": [i.wire() for i in infos], "modelsFolder": str(models_folder())}

@@ -21,7 +21,9 @@ class ServerOptions:
     script: str | None = None
     threads: int | None = None
     context_size: int = 4096
-    tool_grammar: bool = False
+    tool_grammar: bool | None = None
+    """None: the model's default (on for small models, see engine.models.defaults)."""
+    model_defaults: bool = True
     openai_base_url: str | None = None
     openai_model: str | None = None
     openai_api_key_env: str | None = None
@@ -41,6 +43,7 @@ _WIRE_NAMES: dict[str, str] = {
     "threads": "threads",
     "contextSize": "context_size",
     "toolGrammar": "tool_grammar",
+    "modelDefaults": "model_defaults",
     "openai.baseUrl": "openai_base_url",
     "openai.model": "openai_model",
     "openai.apiKeyEnv": "openai_api_key_env",
@@ -71,6 +74,9 @@ def _check(name: str, value: Any) -> str | None:
     elif name == "openai_api_key_env":
         if not isinstance(value, str) or not value.replace("_", "").isalnum():
             return "must be the NAME of an environment variable (the key itself never goes here)"
+    elif name == "tool_grammar":
+        if not isinstance(value, bool) and value is not None:
+            return "must be true, false or null (the model's default)"
     elif name == "sandbox_min_level":
         if not is_level(value):
             return f"must be one of {', '.join(LEVELS)}"

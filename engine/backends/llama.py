@@ -32,7 +32,7 @@ from engine.backends.base import (
 )
 from engine.backends.threaded import model_executor, stream_in_thread
 from engine.prompting import chat_messages, context_notice, fit_to_context
-from engine.toolcalls.markup import RESPONSE_OPEN, call_grammar_root
+from engine.toolcalls.markup import call_grammar_root, stop_markup
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +157,8 @@ class LlamaCppBackend(Backend):
                 "max_tokens": max_tokens,
                 "temperature": 0.0 if options.temperature is None else options.temperature,
                 "repeat_penalty": 1.1,
-                # Small models imitate the tool-result format instead of answering: stop there.
-                "stop": [RESPONSE_OPEN],
+                # Small models imitate tool markup instead of answering: stop there.
+                "stop": list(stop_markup(calls=bool(tools))),
             }
             if options.seed is not None:
                 kwargs["seed"] = options.seed

@@ -15,13 +15,14 @@ from typing import Literal
 from engine.toolcalls import deepseek, gemma, hermes, llama, mistral
 from engine.toolcalls.base import Found
 from engine.toolcalls.json_calls import parse_json_calls, split_json_calls
-from engine.toolcalls.markup import CALL_CLOSE, CALL_OPEN
+from engine.toolcalls.markup import CALL_CLOSE, CALL_OPEN, RESPONSE_CLOSE, RESPONSE_OPEN
 from engine.toolcalls.scan import EndFinder, FenceEnd
 
 
 @dataclass(frozen=True)
 class Block:
-    """Markup with an opening tag: a think block, a call, or a group of calls (DeepSeek).
+    """Markup with an opening tag: a think block, a call, a group of calls (DeepSeek), a block
+    that is dropped (``hidden``) or a lone tag that is dropped (``stray``).
 
     A call ends at one of ``close`` (consumed), at one of ``ends`` (left for the enclosing mode:
     the call was not closed) or, with a ``finder``, wherever the finder says. ``parse`` reads the
@@ -30,7 +31,7 @@ class Block:
 
     open: str
     close: tuple[str, ...]
-    kind: Literal["reasoning", "call", "calls"]
+    kind: Literal["reasoning", "call", "calls", "hidden", "stray"]
     parse: Callable[[str], list[Found]] | None = None
     ends: tuple[str, ...] = ()
     finder: Callable[[], EndFinder] | None = None
@@ -60,6 +61,25 @@ TAG_BLOCKS: tuple[Block, ...] = (
     Block(deepseek.CALLS_BEGIN, (deepseek.CALLS_END,), "calls", inner=(_DS_CALL,)),
 )
 """Blocks recognised anywhere in text."""
+
+STRAY_BLOCKS: tuple[Block, ...] = (
+    Block(RESPONSE_OPEN, (RESPONSE_CLOSE,), "hidden"),
+    *(
+        Block(tag, (), "stray")
+        for tag in (
+            CALL_CLOSE,
+            RESPONSE_CLOSE,
+            "</function>",
+            gemma.CALL_CLOSE,
+            *llama.ENDS,
+            deepseek.CALL_END,
+            deepseek.CALLS_END,
+        )
+    ),
+)
+"""Markup with no call in it, dropped from content when tools are on: a model imitating a tool
+result (``<tool_response>...</tool_response>``, dropped whole, to the end of the turn if it is
+never closed) or leaving a closing tag behind."""
 
 _JSON_FENCE = Block(
     "```tool_call",

@@ -29,6 +29,13 @@ def response_markup(name: str | None, content: str) -> str:
     return f"{RESPONSE_OPEN}\n{name}: {content}\n{RESPONSE_CLOSE}"
 
 
+def stop_markup(*, calls: bool) -> tuple[str, ...]:
+    """Stop sequences for a model turn: markup that never belongs in an answer. A turn that may
+    call tools keeps the call tags (the call must close); results are never the model's to write."""
+    results = (RESPONSE_OPEN, RESPONSE_CLOSE)
+    return results if calls else (*results, CALL_OPEN, CALL_CLOSE)
+
+
 def call_grammar_root(call_rule: str) -> str:
     """The GBNF root rule for exactly one call whose JSON is the rule ``call_rule``."""
     return f'root ::= "{CALL_OPEN}\\n" {call_rule} "\\n{CALL_CLOSE}"\n'

@@ -20,7 +20,10 @@ Call markup recognised (each family's reader is a module of :mod:`engine.toolcal
 * a whole turn of bare call-shaped JSON (object or list) or a Python list of calls (Llama 3.2).
 
 ``<think>...</think>`` streams as reasoning; with tools disabled nothing else is special. An
-unclosed call is parsed when the next block of its kind opens or at the end of the turn.
+unclosed call is parsed when the next block of its kind opens or at the end of the turn. With
+tools enabled, no tool markup reaches content: an imitated result
+(``<tool_response>...</tool_response>``) and stray closing tags (``</tool_call>``, ``<|eot_id|>``,
+...) are dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from engine.toolcalls.events import ArgsPreview, ParsedToolCall, ParseEvent, Tex
 from engine.toolcalls.json_calls import split_json_calls
 from engine.toolcalls.markers import (
     FENCE_BLOCKS,
+    STRAY_BLOCKS,
     TAG_BLOCKS,
     Block,
     FenceAction,
@@ -54,7 +58,8 @@ class ToolCallParser:
 
     def __init__(self, *, tools_enabled: bool = True) -> None:
         self._tools = tools_enabled
-        self._opens = {b.open: b for b in TAG_BLOCKS if tools_enabled or b.kind == "reasoning"}
+        blocks = (*TAG_BLOCKS, *STRAY_BLOCKS) if tools_enabled else TAG_BLOCKS
+        self._opens = {b.open: b for b in blocks if tools_enabled or b.kind == "reasoning"}
         self._mode: _Mode = "text"
         self._parent: _Mode = "text"  # where the call being written returns to
         self._buf = ""  # received but not yet consumed
@@ -117,6 +122,11 @@ class ToolCallParser:
             if tag is not None:
                 self._mode, self._line_start = "text", True
             return tag is not None
+        if mode.kind == "hidden":
+            _dropped, tag = self._cut(mode.close)
+            if tag is not None:
+                self._mode, self._line_start = "text", True
+            return tag is not None
         if mode.kind == "calls":
             return self._group_step(mode)
         return self._call_step(mode)
@@ -146,6 +156,8 @@ class ToolCallParser:
         block = self._opens[tag]
         if block.kind == "call":
             self._start_call(block, tag, "text")
+        elif block.kind == "stray":
+            pass  # dropped
         else:
             self._mode = block
             if block.kind == "calls":
@@ -252,6 +264,8 @@ class ToolCallParser:
             self._content(self._buf)
         elif mode.kind == "reasoning":
             self._push(TextPiece("reasoning", self._buf))
+        elif mode.kind == "hidden":
+            pass  # an imitated tool result that never closed: dropped
         elif mode.kind == "calls":
             if not self._group_calls:
                 raw = self._group_raw + self._buf
