@@ -56,6 +56,8 @@ _AFTER_RESULTS = (
 )
 ANSWER_FROM_RESULTS = "Answer my question by copying the lines that answer it."
 """The last line of the results of a round of calls when the model answers without tools."""
+ANSWER_WITHOUT_RESULTS = "Tell me in one sentence that it did not run, and why."
+"""The same, when none of the round's calls ran to the end."""
 
 
 def _signature(spec: ToolSpec) -> str:
@@ -106,7 +108,8 @@ def chat_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> lis
 def _is_results(message: dict[str, str]) -> bool:
     content = message["content"]
     return message["role"] == "user" and (
-        content.startswith(RESPONSE_OPEN) or content.endswith(ANSWER_FROM_RESULTS)
+        content.startswith(RESPONSE_OPEN)
+        or content.endswith((ANSWER_FROM_RESULTS, ANSWER_WITHOUT_RESULTS))
     )
 
 
@@ -124,7 +127,9 @@ def _narrated(messages: Sequence[Message]) -> list[dict[str, str]]:
         if message.role != "assistant":
             if message.role == "tool":  # a result with no call before it
                 body = narrate_result(message.name or "a tool", {}, message)
-                rendered.append({"role": "user", "content": f"{body}\n{ANSWER_FROM_RESULTS}"})
+                ran = message.status in (None, "completed")
+                instruction = ANSWER_FROM_RESULTS if ran else ANSWER_WITHOUT_RESULTS
+                rendered.append({"role": "user", "content": f"{body}\n{instruction}"})
             else:
                 rendered.append({"role": message.role, "content": message.content})
             continue
@@ -142,9 +147,9 @@ def _narrated(messages: Sequence[Message]) -> list[dict[str, str]]:
                 call = calls[n] if n < len(calls) else None
                 name = call.name if call and call.name else result.name or "a tool"
                 bodies.append(narrate_result(name, call.arguments if call else {}, result))
-            rendered.append(
-                {"role": "user", "content": "\n".join(bodies) + "\n" + ANSWER_FROM_RESULTS}
-            )
+            ran = any(r.status in (None, "completed") for r in results)
+            instruction = ANSWER_FROM_RESULTS if ran else ANSWER_WITHOUT_RESULTS
+            rendered.append({"role": "user", "content": "\n".join(bodies) + "\n" + instruction})
     return rendered
 
 

@@ -68,15 +68,15 @@ def create_backend(options: ServerOptions, model: str | None) -> Backend:
         raise BackendError(f"The llama_cpp backend needs a .gguf file; {entry.path} is a folder")
     from engine.backends.llama import LlamaCppBackend  # noqa: PLC0415
 
+    defaults = model_defaults(options, entry)
     grammar = options.tool_grammar
-    if grammar is None:
-        grammar = model_defaults(options, entry).tool_grammar
     return LlamaCppBackend(
         Path(entry.path),
         model_name=entry.name,
         threads=options.threads,
         context=options.context_size,
-        tool_grammar=grammar,
+        tool_grammar=defaults.tool_grammar if grammar is None else grammar,
+        min_p=defaults.min_p,
     )
 
 
@@ -142,7 +142,7 @@ class BackendManager:
                     await old.close()
                 reason = self.defaults(wanted).reason
                 if reason:
-                    progress(f"Defaults for a small model: {reason}")
+                    progress(f"Small-model defaults: {reason}")
             backend = self.current
         try:
             await backend.load(progress)

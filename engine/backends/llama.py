@@ -73,8 +73,10 @@ class LlamaCppBackend(Backend):
         threads: int | None = None,
         context: int = DEFAULT_CONTEXT,
         tool_grammar: bool = False,
+        min_p: float | None = None,
     ) -> None:
         self.model = model_name or model_path.stem
+        self._min_p = min_p
         self.path = model_path
         self._threads = threads
         self._context = context
@@ -162,6 +164,8 @@ class LlamaCppBackend(Backend):
             }
             if options.seed is not None:
                 kwargs["seed"] = options.seed
+            if self._min_p is not None:
+                kwargs["min_p"] = self._min_p
             if constrain:
                 from llama_cpp import LlamaGrammar  # noqa: PLC0415
 

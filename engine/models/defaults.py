@@ -11,7 +11,11 @@ unaided, to choose among many tools, or to keep track of several rounds of resul
   Python file here? Use the terminal." in 4 of 6 samples; offered the terminal alone it ran
   ``wc -l *.py`` every time (each command still waits for approval);
 * one round of tool calls per request, after which the model answers from the results without
-  tools (see :mod:`engine.prompting`: the answer turn shows no tool markup).
+  tools (see :mod:`engine.prompting`: the answer turn shows no tool markup);
+* ``min_p`` 0.2 when sampling (llama.cpp's default is 0.05): tokens under a fifth of the likeliest
+  one's probability are never drawn. It changes nothing at temperature 0; at 0.7 the embedded
+  model's answer from the demo's ``wc -l`` output stated the right counts in 32 of 40 seeds
+  instead of 22 (``min_p`` 0.1: 27).
 
 Explicit settings win: ``toolGrammar`` (option or ``--tool-grammar``/``--no-tool-grammar``),
 ``enabledTools`` (per request, or ``--tools``); ``modelDefaults: false`` turns the table off.
@@ -37,6 +41,9 @@ class ModelDefaults:
     """The tools offered when a request names none (None: every built-in tool)."""
     tool_rounds: int | None = None
     """Model turns per request that may call tools (None: no limit)."""
+    min_p: float | None = None
+    """Sampling: drop tokens below this share of the likeliest one's probability (None: the
+    engine's default)."""
     reason: str = ""
 
     @property
@@ -45,7 +52,7 @@ class ModelDefaults:
 
 
 NO_DEFAULTS = ModelDefaults()
-SMALL = ModelDefaults(True, SMALL_MODEL_TOOLS, 1)
+SMALL = ModelDefaults(True, SMALL_MODEL_TOOLS, 1, 0.2)
 
 
 def parameters_from_name(name: str) -> int | None:
@@ -64,9 +71,9 @@ def defaults_for_parameters(parameters: int | None, label: str) -> ModelDefaults
         SMALL.tool_grammar,
         SMALL.tools,
         SMALL.tool_rounds,
-        f"{label} has {parameters / 1e6:.0f}M parameters (at most "
-        f"{SMALL_MODEL_PARAMETERS / 1e9:.0f}B): tool grammar on, tools "
-        f"{', '.join(SMALL_MODEL_TOOLS)}, one round of tool calls per request",
+        SMALL.min_p,
+        f"{label} has {parameters / 1e6:.0f}M parameters: tool grammar on, "
+        f"{' and '.join(SMALL_MODEL_TOOLS)} only, one round of tool calls per request",
     )
 
 

@@ -15,7 +15,12 @@ from engine.backends.scripted import ScriptedBackend, ScriptedTurn
 from engine.events import AgentEvent, ContentDelta, StatusNote
 from engine.gate import GatePolicy
 from engine.loop import AgentLoop, ApprovalOutcome, ApprovalRequest, Conversation, TurnRequest
-from engine.prompting import ANSWER_FROM_RESULTS, chat_messages, fit_to_context
+from engine.prompting import (
+    ANSWER_FROM_RESULTS,
+    ANSWER_WITHOUT_RESULTS,
+    chat_messages,
+    fit_to_context,
+)
 from engine.toolcalls import TextPiece, ToolCallParser
 from engine.toolcalls.markup import call_markup, stop_markup
 from engine.tools import BUILTIN_TOOLS
@@ -180,6 +185,7 @@ def test_calls_that_did_not_run_are_told_as_such() -> None:
     assert chat[-1]["content"].startswith(
         "The command `wc -l *.py` was not run: The user denied this tool call."
     )
+    assert chat[-1]["content"].endswith(ANSWER_WITHOUT_RESULTS)
     code = call_markup("python", {"code": "print(1)"})
     failed = Message("tool", "Traceback ...", "python", "c2", "failed")
     chat = chat_messages([HISTORY[0], Message("assistant", code), failed], [])

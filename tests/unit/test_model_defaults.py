@@ -43,7 +43,8 @@ def test_a_size_in_the_name_is_read_when_the_file_does_not_say(
 def test_only_models_of_at_most_1b_parameters_get_the_small_defaults() -> None:
     small = defaults_for_parameters(134_515_008, "m")
     assert (small.tool_grammar, small.tools, small.tool_rounds) == (True, SMALL_MODEL_TOOLS, 1)
-    assert "135M parameters" in small.reason
+    assert small.min_p == 0.2
+    assert "135M parameters: tool grammar on, terminal only" in small.reason
     assert defaults_for_parameters(1_000_000_000, "m").small
     assert defaults_for_parameters(1_500_000_000, "m") == NO_DEFAULTS
     assert defaults_for_parameters(None, "m") == NO_DEFAULTS
