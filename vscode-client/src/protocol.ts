@@ -38,7 +38,9 @@ export interface InitializationOptions {
   script?: string;
   threads?: number;
   contextSize?: number;
-  toolGrammar?: boolean;
+  /** Absent or null: the model's default (on for models of at most 1B parameters). */
+  toolGrammar?: boolean | null;
+  modelDefaults?: boolean;
   openai?: { baseUrl?: string; model?: string; apiKeyEnv?: string };
   confirmToolCalls?: boolean;
   confirmCodeExecution?: boolean;

@@ -11,7 +11,8 @@ export interface GatehouseSettings {
   model: string;
   script: string;
   threads: number | null;
-  toolGrammar: boolean;
+  /** null: the model's default (on for models of at most 1B parameters). */
+  toolGrammar: boolean | null;
   confirmCodeExecution: boolean;
   confirmToolCalls: boolean;
   bypassPermissions: boolean;
@@ -32,7 +33,7 @@ export const DEFAULTS: { readonly [K in keyof GatehouseSettings]: readonly [stri
   model: ['model', ''],
   script: ['script', ''],
   threads: ['threads', null],
-  toolGrammar: ['toolGrammar', false],
+  toolGrammar: ['toolGrammar', null],
   confirmCodeExecution: ['confirmCodeExecution', true],
   confirmToolCalls: ['confirmToolCalls', false],
   bypassPermissions: ['bypassPermissions', false],
@@ -88,7 +89,7 @@ function text(value: unknown): string | undefined {
 export function toInitializationOptions(s: GatehouseSettings, ctx: PathContext = {}): InitializationOptions {
   const options: InitializationOptions = {
     backend: s.backend,
-    toolGrammar: s.toolGrammar,
+    ...(typeof s.toolGrammar === 'boolean' ? { toolGrammar: s.toolGrammar } : {}),
     confirmCodeExecution: s.confirmCodeExecution,
     confirmToolCalls: s.confirmToolCalls,
     bypassPermissions: s.bypassPermissions,

@@ -7,7 +7,6 @@ const defaults = (): GatehouseSettings => readSettings((_key, fallback) => fallb
 test('defaults map to the server defaults, with no empty strings', () => {
   assert.deepEqual(toInitializationOptions(defaults()), {
     backend: 'llama_cpp',
-    toolGrammar: false,
     confirmCodeExecution: true,
     confirmToolCalls: false,
     bypassPermissions: false,
