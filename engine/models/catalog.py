@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engine.backends.base import BackendError
 from engine.models.entry import ModelEntry, kind_of
+from engine.models.gguf import GgufError, read_gguf
 from engine.models.stores import store_models
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
@@ -115,7 +116,8 @@ _PREFIXED = ("ollama", "lmstudio", "hf")
 
 
 def check_gguf(path: Path) -> None:
-    """A cheap check before anything is unloaded: the file starts with the GGUF magic."""
+    """A check before anything is unloaded: the file starts with the GGUF magic and its header
+    reads to the end (a truncated download fails here, not half-way through loading)."""
     try:
         with path.open("rb") as file:
             magic = file.read(4)
@@ -123,3 +125,7 @@ def check_gguf(path: Path) -> None:
         raise BackendError(f"Cannot read model {path}: {exc.strerror or exc}") from None
     if magic != b"GGUF":
         raise BackendError(f"Not a GGUF model (corrupt or wrong file): {path}")
+    try:
+        read_gguf(path)
+    except GgufError as exc:
+        raise BackendError(f"Not a usable GGUF model ({exc}): {path}") from None

@@ -90,6 +90,8 @@ async def test_an_unknown_or_broken_store_model_is_refused_before_loading(
     peer = await start_server(extra_env=store_env(tmp_path), server_args=LLAMA)
     error = await expect_error(peer.chat("hi", model="ollama:nope:1b", enableTools=False))
     assert "Model not found: ollama:nope:1b" in str(error)
+    error = await expect_error(peer.chat("hi", model=TRUNCATED_NAME, enableTools=False))
+    assert error.code == -32602 and "truncated header" in str(error)
 
 
 async def test_agent_pull_model_reports_progress_and_the_model_is_then_listed(

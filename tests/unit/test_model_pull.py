@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ pytest.importorskip("huggingface_hub")
 
 REPO = "acme/tiny-chat-GGUF"
 GGUF = "tiny-chat.Q4_K_M.gguf"
-PAYLOAD = b"GGUF" + os.urandom(100_000)
+PAYLOAD = b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + os.urandom(100_000)  # a header, then bytes
 
 
 @pytest.fixture

@@ -75,10 +75,15 @@ def test_every_store_is_listed_with_its_metadata(stores: Stores) -> None:
 
 
 @needs_model
-def test_a_truncated_file_is_listed_with_a_clear_error(stores: Stores) -> None:
-    info = describe(resolve_model(TRUNCATED_NAME))
+def test_a_truncated_file_is_listed_with_a_clear_error_and_cannot_be_chosen(
+    stores: Stores,
+) -> None:
+    entry = next(m for m in list_models() if m.name == TRUNCATED_NAME)
+    info = describe(entry)
     assert info.error is not None and "truncated header" in info.error
     assert info.quantization is None
+    with pytest.raises(BackendError, match=r"Not a usable GGUF model \(truncated header"):
+        resolve_model(TRUNCATED_NAME)
 
 
 @needs_model
