@@ -54,9 +54,10 @@ $(DEV): $(BASE)
 
 install: $(DEV)
 
+# The embedded model gets its small-model defaults (tool grammar, the terminal, one round of
+# calls) from its metadata; one thread is faster than two on a busy two-core machine.
 demo: $(BASE)
 	$(VENV)/bin/gatehouse chat --workspace examples/demo-workspace --threads 1 \
-		--tool-grammar --tools terminal \
 		"How many lines are in each Python file here? Use the terminal."
 
 lint: $(DEV)

@@ -2,7 +2,7 @@
 
 The embedded model (SmolLM2-135M-Instruct, GGUF), one thread everywhere, the same prompt, seed and
 sampling arguments (temperature 0, ``max_tokens`` 200, ``repeat_penalty`` 1.1, the same stop
-string), tools disabled. In one run, interleaved round-robin (the order rotates every round):
+strings), tools disabled. In one run, interleaved round-robin (the order rotates every round):
 
 - (a) **in-process**: ``llama_cpp.Llama`` in this process, ``create_chat_completion(stream=True)``
   on the messages Gatehouse builds (``engine.prompting.chat_messages``): the floor;
@@ -47,6 +47,7 @@ from llama_cpp import Llama
 from engine.backends.base import Message
 from engine.models import embedded_model
 from engine.prompting import chat_messages
+from engine.toolcalls.markup import stop_markup
 from harness.connection import ErrorResponse, RpcClient
 
 PROMPT = (
@@ -69,7 +70,7 @@ SAMPLING: dict[str, Any] = {
     "temperature": 0.0,
     "seed": SEED,
     "repeat_penalty": 1.1,
-    "stop": ["<tool_response>"],
+    "stop": list(stop_markup(calls=False)),
 }
 
 VARIANTS = ("in-process", "gatehouse", "llama.cpp server", "gatehouse cancel")

@@ -105,8 +105,11 @@ class _Turn:
 
     async def run(self) -> StopReason:
         specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.offered]
+        limit = self.request.tool_rounds
+        rounds = 0
         while True:
-            raw, calls, finish = await self._model_turn(specs)
+            answering = limit is not None and rounds >= limit
+            raw, calls, finish = await self._model_turn([] if answering else specs)
             self.remember(Message("assistant", raw))
             if finish == "length":
                 if calls:
@@ -115,6 +118,15 @@ class _Turn:
                 return "max_tokens"
             if not calls:
                 return "end_turn"
+            if answering:
+                names = ", ".join(sorted({c.name or "a tool" for c in calls}))
+                self.emit(
+                    StatusNote(
+                        f"{names} not run: this model answers after {limit} round(s) of calls."
+                    )
+                )
+                return "tool_limit"
+            rounds += 1
             for call in calls:
                 if self.calls_used >= self.request.max_tool_calls:
                     self.emit(
@@ -126,10 +138,11 @@ class _Turn:
                     return "tool_limit"
                 self.calls_used += 1
                 record, text = await self._handle_call(call)
-                self.remember(Message("tool", text, name=record.name, tool_call_id=record.id))
+                self.remember(Message("tool", text, record.name, record.id, status=record.status))
 
     async def _model_turn(self, specs: list[ToolSpec]) -> tuple[str, list[ParsedToolCall], str]:
-        parser = ToolCallParser(tools_enabled=bool(specs))
+        # Tools withheld for the answer turn still parse markup: it never reaches content.
+        parser = ToolCallParser(tools_enabled=bool(self.offered))
         raw_parts: list[str] = []
         calls: list[ParsedToolCall] = []
         finish = "stop"
@@ -230,7 +243,7 @@ class _Turn:
         except asyncio.CancelledError:
             text = "The tool call was cancelled by the user."
             end("cancelled", text)
-            self.remember(Message("tool", text, name=record.name, tool_call_id=record.id))
+            self.remember(Message("tool", text, record.name, record.id, status="cancelled"))
             raise
         status: ToolStatus = "failed" if outcome.failed else "completed"
         if status == "completed" and outcome.exit_code in (None, 0):

@@ -20,6 +20,9 @@ class TurnRequest:
     tools_enabled: bool = True
     enabled_tools: frozenset[str] | None = None
     max_tool_calls: int = 25
+    tool_rounds: int | None = None
+    """Model turns that may call tools; after that many the model answers without tools (small
+    models answer best from one round of results). None: no limit."""
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tool_timeout_seconds: float = 120.0
 

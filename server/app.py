@@ -30,8 +30,18 @@ from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
+from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options
-from server.protocol import AGENT_CANCEL, AGENT_CHAT, AGENT_STATUS, METHODS, Method, WireModel
+from server.protocol import (
+    AGENT_CANCEL,
+    AGENT_CHAT,
+    AGENT_MODELS,
+    AGENT_PULL_MODEL,
+    AGENT_STATUS,
+    METHODS,
+    Method,
+    WireModel,
+)
 from server.service import AgentService, ClientFeatures, Notifier
 from server.transport import GatehouseProtocol, make_converter
 
@@ -148,10 +158,13 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             )
         problems.clear()
 
+    model_methods = ModelMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
         AGENT_CANCEL: service.cancel,
         AGENT_STATUS: service.status,
+        AGENT_MODELS: model_methods.models,
+        AGENT_PULL_MODEL: model_methods.pull,
     }
     for method in METHODS:
         if method.direction == "client->server":

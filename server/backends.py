@@ -11,8 +11,13 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.backends.base import Backend, BackendError
+
+if TYPE_CHECKING:  # the model catalog loads with the first chat, not at start-up
+    from engine.models import ModelEntry
+    from engine.models.defaults import ModelDefaults
 from server.errors import InvalidParams, InvalidRequest
 from server.options import ServerOptions
 from server.protocol import InvalidParamsData, ModelUnavailableData
@@ -20,6 +25,25 @@ from server.protocol import InvalidParamsData, ModelUnavailableData
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+
+
+_defaults_cache: dict[tuple[str, int, float], ModelDefaults] = {}
+
+
+def model_defaults(options: ServerOptions, entry: ModelEntry) -> ModelDefaults:
+    """The per-model defaults (cached per file), unless ``modelDefaults`` is off."""
+    from engine.models.defaults import NO_DEFAULTS, defaults_for  # noqa: PLC0415
+
+    if not options.model_defaults:
+        return NO_DEFAULTS
+    try:
+        stat = entry.path.stat()
+    except OSError:
+        return NO_DEFAULTS
+    key = (str(entry.path), stat.st_size, stat.st_mtime)
+    if key not in _defaults_cache:
+        _defaults_cache[key] = defaults_for(entry)
+    return _defaults_cache[key]
 
 
 def create_backend(options: ServerOptions, model: str | None) -> Backend:
@@ -52,12 +76,15 @@ def create_backend(options: ServerOptions, model: str | None) -> Backend:
         raise BackendError(f"The llama_cpp backend needs a .gguf file; {entry.path} is a folder")
     from engine.backends.llama import LlamaCppBackend  # noqa: PLC0415
 
+    defaults = model_defaults(options, entry)
+    grammar = options.tool_grammar
     return LlamaCppBackend(
         Path(entry.path),
         model_name=entry.name,
         threads=options.threads,
         context=options.context_size,
-        tool_grammar=options.tool_grammar,
+        tool_grammar=defaults.tool_grammar if grammar is None else grammar,
+        min_p=defaults.min_p,
     )
 
 
@@ -71,6 +98,20 @@ class BackendManager:
     @property
     def model_name(self) -> str | None:
         return self.current.model if self.current else self.options.model
+
+    def defaults(self, model: str | None) -> ModelDefaults:
+        """The defaults of the model a request would use (``model``, else the current one)."""
+        from engine.models import resolve_model  # noqa: PLC0415
+        from engine.models.defaults import NO_DEFAULTS  # noqa: PLC0415
+
+        if self.options.backend not in ("llama_cpp", "transformers"):
+            return NO_DEFAULTS
+        wanted = model if model is not None else self._requested or self.options.model
+        try:
+            entry = resolve_model(wanted)
+        except BackendError:
+            return NO_DEFAULTS
+        return model_defaults(self.options, entry)
 
     def is_current(self, model: str | None) -> bool:
         """True when ``model`` names what is (or would be) loaded anyway."""
@@ -112,6 +153,9 @@ class BackendManager:
                 if old is not None:
                     logger.info("switching model: %s -> %s", old.model, backend.model)
                     await old.close()
+                reason = self.defaults(wanted).reason
+                if reason:
+                    progress(f"Small-model defaults: {reason}")
             backend = self.current
         try:
             await backend.load(progress)

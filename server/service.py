@@ -160,13 +160,16 @@ class AgentService:
             confirm_code_execution=_pick(params.confirm_code_execution, o.confirm_code_execution),
             bypass_permissions=_pick(params.bypass_permissions, o.bypass_permissions),
         )
-        enabled = None if params.enabled_tools is None else frozenset(params.enabled_tools)
+        defaults = self.models.defaults(params.model)
+        tools = params.enabled_tools if params.enabled_tools is not None else defaults.tools
+        enabled = None if tools is None else frozenset(tools)
         return TurnRequest(
             prompt=params.prompt,
             policy=policy,
             tools_enabled=params.enable_tools,
             enabled_tools=enabled,
             max_tool_calls=params.max_tool_calls,
+            tool_rounds=defaults.tool_rounds,
             options=GenerationOptions(params.max_tokens, params.temperature, params.seed),
             tool_timeout_seconds=o.tool_timeout_seconds,
         )

@@ -27,6 +27,8 @@ class Message:
     content: str
     name: str | None = None
     tool_call_id: str | None = None
+    status: str | None = None
+    """A tool result's outcome (``completed``, ``failed``, ``denied``, ...); None: not known."""
 
 
 @dataclass(frozen=True)

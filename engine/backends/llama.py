@@ -32,6 +32,7 @@ from engine.backends.base import (
 )
 from engine.backends.threaded import model_executor, stream_in_thread
 from engine.prompting import chat_messages, context_notice, fit_to_context
+from engine.toolcalls.markup import call_grammar_root, stop_markup
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def tool_call_grammar(tools: Sequence[ToolSpec]) -> str:
     }
     body: str = json_schema_to_gbnf(json.dumps(schema))
     body = body.replace("root ::=", "call ::=", 1)
-    return 'root ::= "<tool_call>\\n" call "\\n</tool_call>"\n' + body
+    return call_grammar_root("call") + body
 
 
 class LlamaCppBackend(Backend):
@@ -72,8 +73,10 @@ class LlamaCppBackend(Backend):
         threads: int | None = None,
         context: int = DEFAULT_CONTEXT,
         tool_grammar: bool = False,
+        min_p: float | None = None,
     ) -> None:
         self.model = model_name or model_path.stem
+        self._min_p = min_p
         self.path = model_path
         self._threads = threads
         self._context = context
@@ -156,11 +159,13 @@ class LlamaCppBackend(Backend):
                 "max_tokens": max_tokens,
                 "temperature": 0.0 if options.temperature is None else options.temperature,
                 "repeat_penalty": 1.1,
-                # Small models imitate the tool-result format instead of answering: stop there.
-                "stop": ["<tool_response>"],
+                # Small models imitate tool markup instead of answering: stop there.
+                "stop": list(stop_markup(calls=bool(tools))),
             }
             if options.seed is not None:
                 kwargs["seed"] = options.seed
+            if self._min_p is not None:
+                kwargs["min_p"] = self._min_p
             if constrain:
                 from llama_cpp import LlamaGrammar  # noqa: PLC0415
 

@@ -4,9 +4,11 @@ Ollama, TGI...) over HTTP, streamed as server-sent events, with native ``tools``
 The loop's parser knows one call format, so this backend translates both ways: native
 ``tool_calls`` fragments are reassembled and come out as Hermes ``<tool_call>`` markup, and the
 markup in the conversation goes back as native ``tool_calls`` whose ids are those of the tool
-results that follow. Reasoning (``reasoning_content`` or ``reasoning``) comes out as
-``<think>...</think>``. The API key goes into the Authorization header only: never into a log,
-an error message or a repr.
+results that follow. A server that ignores ``tools`` (detected once per server and model, see
+:mod:`engine.backends.tool_support`) is sent the conversation local models see instead: the tools
+described in the system prompt, calls and results as markup in the text. Reasoning
+(``reasoning_content`` or ``reasoning``) comes out as ``<think>...</think>``. The API key goes
+into the Authorization header only: never into a log, an error message or a repr.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from engine.backends import tool_support
 from engine.backends.base import (
     Backend,
     BackendError,
@@ -30,8 +33,10 @@ from engine.backends.base import (
     Notice,
     ToolSpec,
 )
-from engine.prompting import BASE_PROMPT, tool_call_markup
+from engine.backends.tool_support import ToolSupport
+from engine.prompting import BASE_PROMPT, chat_messages
 from engine.toolcalls import ParsedToolCall, TextPiece, ToolCallParser
+from engine.toolcalls.markup import call_markup, response_markup, stop_markup
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +69,7 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         message = messages[i]
         i += 1
         if message.role == "tool":  # a result with no assistant turn before it
-            body = f"<tool_response>\n{message.name}: {message.content}\n</tool_response>"
-            out.append({"role": "user", "content": body})
+            out.append({"role": "user", "content": response_markup(message.name, message.content)})
             continue
         if message.role != "assistant":
             out.append({"role": message.role, "content": message.content})
@@ -123,10 +127,7 @@ def _call_text(name: str, arguments: str) -> str:
         value: Any = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
         value = arguments
-    if isinstance(value, dict):
-        return tool_call_markup(name, value)
-    call = json.dumps({"name": name, "arguments": value}, ensure_ascii=False)
-    return f"<tool_call>\n{call}\n</tool_call>"
+    return call_markup(name, value)
 
 
 class _Calls:
@@ -168,8 +169,15 @@ class OpenAIBackend(Backend):
     name = "openai"
 
     def __init__(
-        self, *, base_url: str, model: str, api_key: str | None = None, timeout_seconds: float = 600
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_seconds: float = 600,
+        tools: ToolSupport | None = None,
     ) -> None:
+        """``tools``: how the server takes tools; None: find out on the first request with tools."""
         parts = urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BackendError(f"The base URL must be http(s)://host[:port]/path, got {base_url!r}")
@@ -184,6 +192,30 @@ class OpenAIBackend(Backend):
         )
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._tool_support = tools
+        self._probe_lock = asyncio.Lock()
+        self.probes = 0
+
+    @property
+    def tool_support(self) -> ToolSupport | None:
+        """``native``, ``prompt`` (tools described in the system prompt), or None: not known yet."""
+        return self._tool_support or tool_support.known(self.shown_url, self.model)
+
+    async def _tool_mode(self, tools: Sequence[ToolSpec]) -> tuple[ToolSupport, str | None]:
+        """How this server takes tools, probing it once; and a note when it was just found."""
+        async with self._probe_lock:
+            support = self.tool_support
+            if support is not None:
+                return support, None
+            self.probes += 1
+            support, why = await tool_support.probe(
+                self._http(), self.base_url, self.model, openai_tools(tools)
+            )
+            tool_support.remember(self.shown_url, self.model, support)
+            logger.info("tools on %s: %s (%s)", self.shown_url, support, why)
+            if support == "native":
+                return support, None
+            return support, f"{self.shown_url}: {why}; the tools are described in the prompt"
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
@@ -266,10 +298,17 @@ class OpenAIBackend(Backend):
     # --- generation ------------------------------------------------------------------------
 
     def _body(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: GenerationOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: GenerationOptions,
+        support: ToolSupport = "native",
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": openai_messages(messages)}
-        if tools:  # no tool_choice: "auto" is the default, and some servers reject it spelled out
+        if tools and support == "prompt":
+            body["messages"] = chat_messages(messages, tools)
+            body["stop"] = list(stop_markup(calls=True))
+        elif tools:  # no tool_choice: "auto" is the default, and some servers reject it spelled out
             body["tools"] = openai_tools(tools)
         sampling = {
             "max_tokens": options.max_tokens,
@@ -285,7 +324,12 @@ class OpenAIBackend(Backend):
         tools: Sequence[ToolSpec],
         options: GenerationOptions,
     ) -> AsyncGenerator[str | Notice | Finish, None]:
-        body = self._body(messages, tools, options)
+        support: ToolSupport = "native"
+        if tools:
+            support, note = await self._tool_mode(tools)
+            if note is not None:
+                yield Notice(note)
+        body = self._body(messages, tools, options, support)
         logger.debug("POST %s/chat/completions (model %s)", self.shown_url, self.model)
         try:
             # Leaving this block (end, error, or the consumer's cancel/aclose) closes the response.

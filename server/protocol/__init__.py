@@ -43,6 +43,15 @@ from server.protocol.errors import (
     ModelUnavailableData,
     UnwiredGateData,
 )
+from server.protocol.model_list import (
+    ModelDescription,
+    ModelsParams,
+    ModelsResult,
+    PullCancelledData,
+    PullFailedData,
+    PullModelParams,
+    PullModelResult,
+)
 from server.protocol.status import (
     GatehouseCapabilities,
     SandboxReport,
@@ -68,6 +77,8 @@ AGENT_CHAT = "agent/chat"
 AGENT_CANCEL = "agent/cancel"
 AGENT_STATUS = "agent/status"
 AGENT_STREAM = "agent/stream"
+AGENT_MODELS = "agent/models"
+AGENT_PULL_MODEL = "agent/pullModel"
 TOOL_CONFIRM = "toolConfirm"
 
 Client = Literal["vscode", "chat"]
@@ -120,6 +131,24 @@ METHODS: tuple[Method, ...] = (
         "The server's backend, model, workspace, isolation and sessions.",
     ),
     Method(
+        AGENT_MODELS,
+        "request",
+        "client->server",
+        ModelsParams,
+        ModelsResult,
+        ("vscode",),
+        "The models on this machine (Gatehouse's own, Ollama's, LM Studio's, the HF cache).",
+    ),
+    Method(
+        AGENT_PULL_MODEL,
+        "request",
+        "client->server",
+        PullModelParams,
+        PullModelResult,
+        (),
+        "Fetch a model from the Hugging Face Hub (resumable, checksummed, $/progress).",
+    ),
+    Method(
         AGENT_STREAM,
         "notification",
         "server->client",
@@ -146,6 +175,8 @@ METHODS: tuple[Method, ...] = (
 __all__ = [
     "AGENT_CANCEL",
     "AGENT_CHAT",
+    "AGENT_MODELS",
+    "AGENT_PULL_MODEL",
     "AGENT_STATUS",
     "AGENT_STREAM",
     "ERROR_CODES",
@@ -172,8 +203,15 @@ __all__ = [
     "InvalidParamsData",
     "IsolationLevel",
     "Method",
+    "ModelDescription",
     "ModelUnavailableData",
+    "ModelsParams",
+    "ModelsResult",
     "ProtectedPath",
+    "PullCancelledData",
+    "PullFailedData",
+    "PullModelParams",
+    "PullModelResult",
     "ReasoningEvent",
     "SandboxReport",
     "SandboxState",

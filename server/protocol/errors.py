@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from server.protocol.base import WireModel
+from server.protocol.model_list import PullCancelledData, PullFailedData
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -61,5 +62,12 @@ class ModelUnavailableData(WireModel):
     )
 
 
-ErrorData = InvalidParamsData | UnwiredGateData | BusySessionData | ModelUnavailableData
+ErrorData = (
+    InvalidParamsData
+    | UnwiredGateData
+    | BusySessionData
+    | ModelUnavailableData
+    | PullFailedData
+    | PullCancelledData
+)
 """Every shape of ``error.data`` the server sends."""

@@ -18,9 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from engine.backends import tool_support
 from engine.backends.base import Finish, GenerationOptions, Message, Notice, ToolSpec
 from engine.backends.openai import OpenAIBackend
+from engine.events import AgentEvent
+from engine.loop import AgentLoop, ApprovalOutcome, ApprovalRequest, Conversation, TurnRequest
 from engine.models import embedded_model
+from engine.tools import BUILTIN_TOOLS
+from sandbox.box import Box
 
 MODEL = embedded_model()
 HAS_SERVER = importlib.util.find_spec("llama_cpp") is not None and all(
@@ -128,3 +133,62 @@ async def test_server_accepts_a_conversation_with_native_tool_calls(server_url: 
     assert any(isinstance(c, str) and c.strip() for c in chunks), chunks
     assert sum(isinstance(c, Finish) for c in chunks) == 1
     assert isinstance(chunks[-1], Finish)
+
+
+TERMINAL = ToolSpec(
+    "terminal",
+    "Run a shell command in the workspace folder and return its output.",
+    {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
+
+
+async def test_a_server_that_ignores_tools_is_found_out_once(server_url: str) -> None:
+    """llama.cpp's server with --chat_format chatml drops `tools`: the backend sees it in two
+    one-token requests and describes the tools in the prompt instead, once per server."""
+    tool_support.forget_all()
+    question = [Message("user", "How many lines are in each Python file? Use the terminal.")]
+    options = GenerationOptions(max_tokens=48, temperature=0.0)
+    first = OpenAIBackend(base_url=server_url, model="smollm2")
+    try:
+        chunks = [c async for c in first.stream(question, [TERMINAL], options)]
+    finally:
+        await first.close()
+    notes = [c.text for c in chunks if isinstance(c, Notice)]
+    assert first.tool_support == "prompt" and first.probes == 1
+    assert len(notes) == 1 and "it ignores tools" in notes[0]
+    second = OpenAIBackend(base_url=server_url, model="smollm2")
+    try:
+        again = [c async for c in second.stream(question, [TERMINAL], options)]
+    finally:
+        await second.close()
+    assert second.probes == 0 and not any(isinstance(c, Notice) for c in again)
+
+
+async def test_the_model_behind_it_calls_a_tool_it_was_told_about(
+    server_url: str, tmp_path: Path
+) -> None:
+    """Through the agent loop: the embedded model behind llama.cpp's server, shown the tools in
+    its prompt, writes a call that the loop parses and runs."""
+    tool_support.forget_all()
+    (tmp_path / "greet.py").write_text("print('hi')\n")
+    backend = OpenAIBackend(base_url=server_url, model="smollm2")
+    events: list[AgentEvent] = []
+
+    async def approve(_request: ApprovalRequest) -> ApprovalOutcome:
+        return ApprovalOutcome("allow")
+
+    request = TurnRequest(
+        "How many lines are in each Python file? Use the terminal and write only the call.",
+        enabled_tools=frozenset({"terminal"}),
+        max_tool_calls=1,
+        options=GenerationOptions(max_tokens=64, temperature=0.0),
+    )
+    try:
+        result = await AgentLoop(backend, BUILTIN_TOOLS, Box(tmp_path)).run(
+            Conversation(), request, approve, events.append
+        )
+    finally:
+        await backend.close()
+    assert [call.name for call in result.tool_calls][:1] == ["terminal"]
+    assert result.tool_calls[0].status == "completed"
+    assert "<tool_call>" not in result.text and "<tool_response>" not in result.text

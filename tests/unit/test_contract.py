@@ -43,11 +43,10 @@ def _sources(client: str) -> str:
     return "\n".join(p.read_text() for p in (ROOT / "harness").glob("*.py"))
 
 
-def _vscode_key(method: str) -> str:
+def _vscode_key(method: str) -> str | None:
     table = (VSCODE_SRC / "protocol.ts").read_text()
     found = re.search(rf"(\w+): '{re.escape(method)}'", table)
-    assert found, f"vscode-client/src/protocol.ts has no Methods entry for {method}"
-    return found.group(1)
+    return found.group(1) if found else None
 
 
 def _python_constant(method: str) -> str:
@@ -66,7 +65,8 @@ def test_the_method_table_names_exactly_the_clients_that_use_each_method(
 ) -> None:
     source = _sources(client)
     if client == "vscode":
-        used = f"Methods.{_vscode_key(method.name)}" in source
+        key = _vscode_key(method.name)
+        used = key is not None and f"Methods.{key}" in source
     else:
         used = re.search(rf"\b{_python_constant(method.name)}\b", source) is not None
     assert used == (client in method.clients), (
@@ -125,8 +125,8 @@ def test_the_terminal_client_loads_no_engine_sandbox_or_server_runtime() -> None
     loaded = set(json.loads(out.replace("'", '"')))
     # Only the contract: the protocol models and the literal modules they are built from.
     allowed_prefixes = ("server.protocol",)
-    allowed = {"engine", "engine.events", "engine.approvals", "engine.gate", "sandbox",
-               "sandbox.info", "server"}  # fmt: skip
+    allowed = {"engine", "engine.events", "engine.approvals", "engine.gate", "engine.models",
+               "engine.models.entry", "sandbox", "sandbox.info", "server"}  # fmt: skip
     extra = {m for m in loaded if m not in allowed and not m.startswith(allowed_prefixes)}
     assert extra == set()
     for path in (ROOT / "harness").glob("*.py"):

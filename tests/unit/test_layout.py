@@ -23,7 +23,14 @@ def _imports() -> dict[str, set[str]]:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 names = []
                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                    names = [node.module]
+                    # `from pkg import module` imports that module, not the package's names
+                    folder = ROOT.joinpath(*node.module.split("."))
+                    names = [
+                        f"{node.module}.{alias.name}"
+                        if (folder / f"{alias.name}.py").exists() or (folder / alias.name).is_dir()
+                        else node.module
+                        for alias in node.names
+                    ]
                 elif isinstance(node, ast.Import):
                     names = [alias.name for alias in node.names]
                 found |= {n for n in names if n.split(".")[0] in PACKAGES}

@@ -30,7 +30,7 @@ def test_the_embedded_model_is_found_through_package_metadata() -> None:
 
 def test_models_folder_entries_are_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATEHOUSE_MODELS_DIR", str(tmp_path))
-    (tmp_path / "tiny.gguf").write_bytes(b"GGUF" + b"\0" * 64)
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF\x03\0\0\0" + b"\0" * 16)
     folder = tmp_path / "tiny-hf"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
@@ -57,7 +57,7 @@ def test_a_bad_model_switch_is_refused_before_anything_is_unloaded(tmp_path: Pat
     manager = BackendManager(ServerOptions(backend="llama_cpp"))
     with pytest.raises(InvalidParams, match=r"nope\.gguf"):
         manager.check_switch(str(tmp_path / "nope.gguf"), busy_elsewhere=False)
-    (tmp_path / "other.gguf").write_bytes(b"GGUF" + b"\0" * 64)
+    (tmp_path / "other.gguf").write_bytes(b"GGUF\x03\0\0\0" + b"\0" * 16)
     manager.current = ScriptedBackend([], model="loaded")  # a model is loaded
     with pytest.raises(InvalidRequest, match="Another session"):
         manager.check_switch(str(tmp_path / "other.gguf"), busy_elsewhere=True)

@@ -52,6 +52,11 @@ class FakeServer:
     end_early: bool = False
     """End the SSE body cleanly but without a finish_reason or [DONE] (a server that failed)."""
     requests: list[Received] = field(default_factory=list)
+    prompt_tokens: Any = None
+    """A function of a non-streamed request's body giving its usage.prompt_tokens (the tool
+    probe); None: such requests get the SSE answer like any other (no usage)."""
+    tools_status: int = 200
+    """The status of a non-streamed request that carries tools."""
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
     disconnected_at: float = 0.0
     port: int = 0
@@ -86,6 +91,8 @@ class FakeServer:
                 await self._reply(writer, self.models_status, body)
             elif self.status != 200:
                 await self._reply(writer, self.status, self.error_body)
+            elif raw and json.loads(raw).get("stream") is False and self.prompt_tokens:
+                await self._probe_reply(writer, json.loads(raw))
             else:
                 await self._sse(writer)
             await watcher
@@ -118,6 +125,17 @@ class FakeServer:
             + data
         )
         await writer.drain()
+
+    async def _probe_reply(self, writer: asyncio.StreamWriter, body: dict[str, Any]) -> None:
+        if "tools" in body and self.tools_status != 200:
+            await self._reply(writer, self.tools_status, '{"error": "tools are not supported"}')
+            return
+        message = {"role": "assistant", "content": "OK"}
+        answer = {
+            "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": self.prompt_tokens(body), "completion_tokens": 1},
+        }
+        await self._reply(writer, 200, json.dumps(answer))
 
     async def _sse(self, writer: asyncio.StreamWriter) -> None:
         writer.write(

@@ -25,6 +25,7 @@ import {
   type ChatResult,
   type GatehouseServerCapabilities,
   type InitializationOptions,
+  type ModelsResult,
   type StatusResult,
   type StreamEvent,
   type ToolConfirmParams,
@@ -129,6 +130,11 @@ export class ServerManager implements vscode.Disposable {
 
   status(): Promise<StatusResult> {
     return this.requireClient().sendRequest<StatusResult>(Methods.status, {});
+  }
+
+  async models(): Promise<ModelsResult> {
+    await this.queue;
+    return this.requireClient().sendRequest<ModelsResult>(Methods.models, {});
   }
 
   async dispose(): Promise<void> {

@@ -66,3 +66,18 @@ export function watchSettings(onChange: () => void, log: vscode.LogOutputChannel
     listener.dispose();
   });
 }
+
+/**
+ * `gatehouse.model`, in the user's settings: it is machine-scoped (it chooses the file the
+ * unsandboxed server opens), so a workspace value would be ignored anyway.
+ */
+export function modelSetting(): { get(): string; set(value: string): Promise<void> } {
+  const key = 'model';
+  return {
+    get: () => vscode.workspace.getConfiguration(SECTION).get<string>(key, ''),
+    set: async (value) => {
+      const config = vscode.workspace.getConfiguration(SECTION);
+      await config.update(key, value === '' ? undefined : value, vscode.ConfigurationTarget.Global);
+    },
+  };
+}

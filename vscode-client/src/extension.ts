@@ -4,7 +4,9 @@ import { askApproval } from './approvals';
 import { ChatSession } from './chatSession';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ServerManager } from './client';
-import { watchSettings } from './config';
+import { modelSetting, watchSettings } from './config';
+import { selectModel } from './modelPicker';
+import { quickPickUi } from './modelPickerUi';
 import { StatusBar } from './statusBar';
 
 let server: ServerManager | undefined;
@@ -50,6 +52,7 @@ export function activate(context: vscode.ExtensionContext): void {
     command('gatehouse.stop', () => chat.stop()),
     command('gatehouse.restartServer', () => manager.restart()),
     command('gatehouse.showLogs', () => log.show()),
+    command('gatehouse.selectModel', () => selectModel(manager, modelSetting(), quickPickUi())),
   );
   void manager.restart();
 }

@@ -6,7 +6,8 @@
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
  * via the `definition` "ErrorData".
  */
-export type ErrorData = InvalidParamsData | UnwiredGateData | BusySessionData | ModelUnavailableData;
+export type ErrorData =
+  InvalidParamsData | UnwiredGateData | BusySessionData | ModelUnavailableData | PullFailedData | PullCancelledData;
 /**
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
  * via the `definition` "StreamEvent".
@@ -225,6 +226,24 @@ export interface ModelUnavailableData {
   reason: 'busy' | 'load_failed';
 }
 /**
+ * `data` of -32600 when a pull failed (network, checksum, no such repository).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "PullFailedData".
+ */
+export interface PullFailedData {
+  repo: string;
+}
+/**
+ * `data` of -32600 when a pull was stopped.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "PullCancelledData".
+ */
+export interface PullCancelledData {
+  reason: 'cancelled';
+}
+/**
  * `capabilities.experimental.gatehouse` in the `initialize` result.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -266,6 +285,86 @@ export interface SandboxReport {
   reason: string;
 }
 /**
+ * One model, with what its files say about it (null: not known).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ModelDescription".
+ */
+export interface ModelDescription {
+  /**
+   * What a model setting (or agent/chat model) may say.
+   */
+  name: string;
+  /**
+   * Where it was found.
+   */
+  source: 'embedded' | 'configured' | 'models folder' | 'ollama' | 'lmstudio' | 'hf';
+  /**
+   * gguf or safetensors.
+   */
+  kind: 'gguf' | 'safetensors';
+  /**
+   * The file or folder.
+   */
+  path: string;
+  /**
+   * Bytes on disk (every part or shard).
+   */
+  sizeBytes: number;
+  /**
+   * e.g. llama, qwen2.
+   */
+  architecture: string | null;
+  /**
+   * The name its metadata gives.
+   */
+  displayName: string | null;
+  /**
+   * Parameter count, from its tensors.
+   */
+  parameters: number | null;
+  /**
+   * e.g. Q4_K_M.
+   */
+  quantization: string | null;
+  /**
+   * The context it was trained for, in tokens.
+   */
+  contextLength: number | null;
+  /**
+   * Whether it carries a chat template.
+   */
+  chatTemplate: boolean | null;
+  /**
+   * Why it cannot be used (unreadable, truncated, ...).
+   */
+  error: string | null;
+}
+/**
+ * `agent/models` params: none (`{}` or omitted).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ModelsParams".
+ */
+export interface ModelsParams {}
+/**
+ * `agent/models` result.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ModelsResult".
+ */
+export interface ModelsResult {
+  models: ModelDescription[];
+  /**
+   * The loaded (or configured) model's name.
+   */
+  current: string | null;
+  /**
+   * Where to put .gguf files or safetensors folders.
+   */
+  modelsFolder: string;
+}
+/**
  * `openai`: the server to use with `backend: "openai"`.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -304,6 +403,44 @@ export interface ProtectedPath {
    * What happened, for a person.
    */
   detail: string;
+}
+/**
+ * `agent/pullModel` params: a repository, and optionally one file of it.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "PullModelParams".
+ */
+export interface PullModelParams {
+  /**
+   * ORG/NAME on the Hub.
+   */
+  repo: string;
+  /**
+   * One file (e.g. a .gguf); absent: the model.
+   */
+  file?: string | null;
+  /**
+   * A branch, tag or commit.
+   */
+  revision?: string;
+}
+/**
+ * `agent/pullModel` result.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "PullModelResult".
+ */
+export interface PullModelResult {
+  /**
+   * The pulled model's name (usable as model).
+   */
+  name: string;
+  repo: string;
+  revision: string;
+  /**
+   * The files on disk.
+   */
+  files: string[];
 }
 /**
  * A delta of the model's reasoning (`<think>`); not part of the answer's text.
@@ -386,9 +523,13 @@ export interface ServerOptions {
    */
   contextSize?: number;
   /**
-   * llama.cpp: constrain the first model turn of each request to one valid tool call (small models need it).
+   * llama.cpp: constrain the first model turn of each request to one valid tool call (helps small models). Unset: on for models of at most 1B parameters.
    */
-  toolGrammar?: boolean;
+  toolGrammar?: boolean | null;
+  /**
+   * Give models of at most 1B parameters (counted from the file) their defaults: toolGrammar on, enabledTools ['terminal'] when a request names none, one round of tool calls per request (the model then answers without tools), min_p 0.2. Explicit settings win.
+   */
+  modelDefaults?: boolean;
   openai?: OpenAIOptions;
   /**
    * Ask before every tool call, including reading and listing files.

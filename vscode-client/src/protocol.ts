@@ -7,6 +7,7 @@
  */
 import type {
   ChatResult,
+  ModelDescription,
   GatehouseCapabilities,
   SandboxReport,
   ServerOptions,
@@ -22,6 +23,7 @@ export const Methods = {
   chat: 'agent/chat',
   cancel: 'agent/cancel',
   status: 'agent/status',
+  models: 'agent/models',
   stream: 'agent/stream',
   toolConfirm: 'toolConfirm',
 } as const;
@@ -48,3 +50,6 @@ export type InitializationOptions = ServerOptions;
 export type GatehouseServerCapabilities = GatehouseCapabilities;
 /** The isolation report of `initialize` and `agent/status`. */
 export type SandboxInfo = SandboxReport;
+/** One model of `agent/models`. */
+export type ModelInfo = ModelDescription;
+export type ModelSource = ModelDescription['source'];

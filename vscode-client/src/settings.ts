@@ -12,7 +12,9 @@ export interface GatehouseSettings {
   script: string;
   threads: number | null;
   contextSize: number;
-  toolGrammar: boolean;
+  /** null: the model's default (on for models of at most 1B parameters). */
+  toolGrammar: boolean | null;
+  modelDefaults: boolean;
   confirmCodeExecution: boolean;
   confirmToolCalls: boolean;
   bypassPermissions: boolean;
@@ -34,7 +36,8 @@ export const DEFAULTS: { readonly [K in keyof GatehouseSettings]: readonly [stri
   script: ['script', ''],
   threads: ['threads', null],
   contextSize: ['contextSize', 4096],
-  toolGrammar: ['toolGrammar', false],
+  toolGrammar: ['toolGrammar', null],
+  modelDefaults: ['modelDefaults', true],
   confirmCodeExecution: ['confirmCodeExecution', true],
   confirmToolCalls: ['confirmToolCalls', false],
   bypassPermissions: ['bypassPermissions', false],
@@ -91,7 +94,8 @@ export function toInitializationOptions(s: GatehouseSettings, ctx: PathContext =
   const options: InitializationOptions = {
     backend: s.backend,
     contextSize: s.contextSize,
-    toolGrammar: s.toolGrammar,
+    ...(typeof s.toolGrammar === 'boolean' ? { toolGrammar: s.toolGrammar } : {}),
+    modelDefaults: s.modelDefaults,
     confirmCodeExecution: s.confirmCodeExecution,
     confirmToolCalls: s.confirmToolCalls,
     bypassPermissions: s.bypassPermissions,

@@ -54,7 +54,6 @@ const touch = (file) => toolCall('terminal', { command: `touch ${file} && echo m
 function extensionInitializationOptions(script, extra = {}) {
   return {
     backend: 'scripted',
-    toolGrammar: false,
     confirmCodeExecution: true,
     confirmToolCalls: false,
     bypassPermissions: false,

@@ -8,7 +8,7 @@ test('defaults map to the server defaults, with no empty strings', () => {
   assert.deepEqual(toInitializationOptions(defaults()), {
     backend: 'llama_cpp',
     contextSize: 4096,
-    toolGrammar: false,
+    modelDefaults: true,
     confirmCodeExecution: true,
     confirmToolCalls: false,
     bypassPermissions: false,
@@ -26,6 +26,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     threads: 4,
     contextSize: 8192,
     toolGrammar: true,
+    modelDefaults: false,
     confirmCodeExecution: false,
     confirmToolCalls: true,
     bypassPermissions: true,
@@ -49,6 +50,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     threads: 4,
     contextSize: 8192,
     toolGrammar: true,
+    modelDefaults: false,
     confirmCodeExecution: false,
     confirmToolCalls: true,
     bypassPermissions: true,
@@ -66,7 +68,7 @@ test('every declared setting is read', () => {
     return fallback;
   });
   assert.deepEqual(read.sort(), Object.values(DEFAULTS).map(([key]) => key).sort());
-  assert.equal(read.length, 18);
+  assert.equal(read.length, 19);
 });
 
 test('the client-only settings never reach the server', () => {

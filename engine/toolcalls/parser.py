@@ -4,7 +4,7 @@ A model's output arrives in deltas of any size, which may split a tag anywhere. 
 them, in order, into :class:`TextPiece` (content or reasoning, streamed live), :class:`ArgsPreview`
 (the raw inner text of a call while the model writes it) and :class:`ParsedToolCall` events.
 
-Call markup recognised (each family's reader is in :mod:`engine.toolcall_formats`):
+Call markup recognised (each family's reader is a module of :mod:`engine.toolcalls`):
 
 * Hermes/Qwen ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, and Qwen3-coder XML
   ``<function=NAME><parameter=KEY>value</parameter></function>`` inside it or on its own;
@@ -20,64 +20,34 @@ Call markup recognised (each family's reader is in :mod:`engine.toolcall_formats
 * a whole turn of bare call-shaped JSON (object or list) or a Python list of calls (Llama 3.2).
 
 ``<think>...</think>`` streams as reasoning; with tools disabled nothing else is special. An
-unclosed call is parsed when the next block of its kind opens or at the end of the turn.
+unclosed call is parsed when the next block of its kind opens or at the end of the turn. With
+tools enabled, no tool markup reaches content: an imitated result
+(``<tool_response>...</tool_response>``) and stray closing tags (``</tool_call>``, ``<|eot_id|>``,
+...) are dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from engine.toolcall_formats import (
+from engine.toolcalls.base import Found, failed, is_json
+from engine.toolcalls.events import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece
+from engine.toolcalls.json_calls import split_json_calls
+from engine.toolcalls.markers import (
     FENCE_BLOCKS,
+    STRAY_BLOCKS,
     TAG_BLOCKS,
     Block,
-    EndFinder,
     FenceAction,
-    Found,
-    JsonScan,
     backtick_run,
     bare_calls,
     earliest,
-    failed,
     find_fence,
-    is_json,
     partial_start,
-    split_json_calls,
 )
+from engine.toolcalls.scan import EndFinder, JsonScan
 
-__all__ = ["ArgsPreview", "ParseEvent", "ParsedToolCall", "TextPiece", "ToolCallParser"]
-
-
-@dataclass(frozen=True)
-class TextPiece:
-    """A delta of visible content or of reasoning; never cumulative, never empty."""
-
-    kind: Literal["content", "reasoning"]
-    text: str
-
-
-@dataclass(frozen=True)
-class ArgsPreview:
-    """A delta of a call's raw inner text while the model writes it. A live preview only."""
-
-    index: int
-    text: str
-
-
-@dataclass(frozen=True)
-class ParsedToolCall:
-    """A complete tool call. ``error`` is set when call markup was found but could not be parsed;
-    it is a reason written for the model to read."""
-
-    index: int
-    name: str
-    arguments: dict[str, Any]
-    raw: str
-    error: str | None = None
-
-
-ParseEvent = TextPiece | ArgsPreview | ParsedToolCall
+__all__ = ["ToolCallParser"]
 
 
 _Mode = Literal["text", "bare", "fence"] | Block
@@ -88,7 +58,8 @@ class ToolCallParser:
 
     def __init__(self, *, tools_enabled: bool = True) -> None:
         self._tools = tools_enabled
-        self._opens = {b.open: b for b in TAG_BLOCKS if tools_enabled or b.kind == "reasoning"}
+        blocks = (*TAG_BLOCKS, *STRAY_BLOCKS) if tools_enabled else TAG_BLOCKS
+        self._opens = {b.open: b for b in blocks if tools_enabled or b.kind == "reasoning"}
         self._mode: _Mode = "text"
         self._parent: _Mode = "text"  # where the call being written returns to
         self._buf = ""  # received but not yet consumed
@@ -151,6 +122,11 @@ class ToolCallParser:
             if tag is not None:
                 self._mode, self._line_start = "text", True
             return tag is not None
+        if mode.kind == "hidden":
+            _dropped, tag = self._cut(mode.close)
+            if tag is not None:
+                self._mode, self._line_start = "text", True
+            return tag is not None
         if mode.kind == "calls":
             return self._group_step(mode)
         return self._call_step(mode)
@@ -180,6 +156,8 @@ class ToolCallParser:
         block = self._opens[tag]
         if block.kind == "call":
             self._start_call(block, tag, "text")
+        elif block.kind == "stray":
+            pass  # dropped
         else:
             self._mode = block
             if block.kind == "calls":
@@ -286,6 +264,8 @@ class ToolCallParser:
             self._content(self._buf)
         elif mode.kind == "reasoning":
             self._push(TextPiece("reasoning", self._buf))
+        elif mode.kind == "hidden":
+            pass  # an imitated tool result that never closed: dropped
         elif mode.kind == "calls":
             if not self._group_calls:
                 raw = self._group_raw + self._buf

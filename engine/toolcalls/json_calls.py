@@ -1,5 +1,6 @@
-"""Call formats whose arguments are JSON: Hermes/Qwen, bare or fenced JSON, Llama's
-``<|python_tag|>``, Mistral's ``[TOOL_CALLS]`` and DeepSeek's tool-call tokens."""
+"""Calls written as JSON ``{"name": ..., "arguments": {...}}`` objects: the reader every JSON family
+shares (Hermes, Llama's ``<|python_tag|>``, Mistral's ``[TOOL_CALLS]``), and the test for text
+that is nothing but calls (a bare turn, a ```` ```json ```` fence)."""
 
 from __future__ import annotations
 
@@ -7,36 +8,18 @@ import json
 import re
 from typing import Any
 
-from engine.toolcall_formats.base import (
+from engine.toolcalls.base import (
     Found,
     failed,
-    json_arguments,
     json_error,
     json_type,
     loads,
     raw_decode,
     skip_ws,
 )
-from engine.toolcall_formats.scan import mistral_json_start
-from engine.toolcall_formats.text_calls import parse_pythonic_list, parse_qwen_xml
 
 _CALL_KEYS = frozenset({"name", "arguments", "parameters", "type"})
 _NAME_RE = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_MISTRAL_HEAD_RE = re.compile(r"\s*([^\s\[\]{}]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]\s*")
-_FENCED_ARGS_RE = re.compile(r"```[A-Za-z_]*\s*(.*?)\s*(?:```)?", re.DOTALL)
-
-
-# DeepSeek's special tokens are spelled with FULLWIDTH VERTICAL LINE (U+FF5C) for the bars and
-# LOWER ONE EIGHTH BLOCK (U+2581) for the spaces: <|tool calls begin|> and so on.
-def _deepseek_token(words: str) -> str:
-    return "<\uff5c" + words.replace(" ", "\u2581") + "\uff5c>"
-
-
-DS_CALLS_BEGIN = _deepseek_token("tool calls begin")
-DS_CALLS_END = _deepseek_token("tool calls end")
-DS_CALL_BEGIN = _deepseek_token("tool call begin")
-DS_CALL_END = _deepseek_token("tool call end")
-DS_SEP = _deepseek_token("tool sep")
 
 
 def read_call(obj: dict[str, Any], raw: str | None = None) -> Found:
@@ -138,15 +121,6 @@ def split_json_calls(text: str) -> list[Found] | None:
     return [read_call(obj, raw) for raw, obj in items]
 
 
-def bare_calls(text: str) -> list[Found] | None:
-    """The calls in a whole turn that is nothing but calls: call-shaped JSON, or a Python list
-    of calls (Llama 3.2 "pythonic"); ``None`` for anything else."""
-    found = split_json_calls(text)
-    if found is None and text.strip().startswith("["):
-        return parse_pythonic_list(text)
-    return found
-
-
 def parse_json_object(inner: str, where: str) -> Found:
     """The first JSON object in ``inner`` as a call (text around it is ignored)."""
     start = inner.find("{")
@@ -157,15 +131,6 @@ def parse_json_object(inner: str, where: str) -> Found:
     except json.JSONDecodeError as exc:
         return failed(json_error(exc), _best_name(inner))
     return read_call(obj)
-
-
-def parse_hermes(inner: str) -> list[Found]:
-    """``<tool_call>`` body: a JSON object (or array of them), or Qwen3-coder XML."""
-    if inner.lstrip().startswith("<function="):
-        return parse_qwen_xml(inner)
-    if inner.lstrip().startswith("["):
-        return parse_json_calls(inner, "<tool_call>")
-    return [parse_json_object(inner, "<tool_call>...</tool_call>")]
 
 
 def parse_json_calls(inner: str, where: str) -> list[Found]:
@@ -195,38 +160,3 @@ def parse_json_calls(inner: str, where: str) -> list[Found]:
         pos = skip_ws(inner, pos + 1)
         if pos == len(inner):
             return found
-
-
-def parse_mistral(inner: str) -> list[Found]:
-    """After ``[TOOL_CALLS]``: a JSON array of calls (v3) or ``name[ARGS]{...}`` (v11+)."""
-    start = mistral_json_start(inner)
-    head = inner if start is None else inner[:start]
-    if start is not None and not head.strip():
-        return parse_json_calls(inner, "[TOOL_CALLS]")
-    match = _MISTRAL_HEAD_RE.fullmatch(head)
-    if start is None or match is None:
-        guess = re.match(r"\s*([^\s\[\]{}]*)", head)
-        shape = '[{"name": ..., "arguments": {...}}] or <tool name>[ARGS]{...}'
-        return [failed(f"expected {shape} after [TOOL_CALLS]", guess.group(1) if guess else "")]
-    return [json_arguments(match.group(1), inner[start:])]
-
-
-def parse_deepseek(inner: str) -> list[Found]:
-    """The text between DeepSeek's "tool call begin" and "tool call end" tokens.
-
-    V3/R1: ``function`` SEP ``NAME`` newline, then the arguments in a ```` ```json ```` fence;
-    V3.1: ``NAME`` SEP ``{arguments}`` (SEP is the "tool sep" token).
-    """
-    left, sep, right = inner.partition(DS_SEP)
-    if not sep:
-        return [failed(f"expected <tool name>{DS_SEP}{{arguments}}")]
-    name, args = left.strip(), right
-    if name == "function" and not right.lstrip().startswith("{"):
-        line, _, args = right.partition("\n")
-        name = line.strip()
-        fenced = _FENCED_ARGS_RE.fullmatch(args.strip())
-        if fenced is not None:
-            args = fenced.group(1)
-    if not name:
-        return [failed(f"missing the tool name before {DS_SEP}")]
-    return [json_arguments(name, args)]
