@@ -66,6 +66,14 @@ def parse_script(data: Any) -> list[ScriptedTurn]:
 
 def load_script(path: str | Path) -> list[ScriptedTurn]:
     """Read and validate a script file; every problem is a :class:`BackendError` naming the file."""
+    data = _load_document(path)
+    try:
+        return parse_script(data)
+    except BackendError as exc:
+        raise BackendError(f"Script {path}: {exc}") from None
+
+
+def _load_document(path: str | Path) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -73,13 +81,9 @@ def load_script(path: str | Path) -> list[ScriptedTurn]:
     except UnicodeDecodeError as exc:
         raise BackendError(f"Script {path} is not UTF-8 text: {exc}") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BackendError(f"Script {path} is not valid JSON: {exc}") from None
-    try:
-        return parse_script(data)
-    except BackendError as exc:
-        raise BackendError(f"Script {path}: {exc}") from None
 
 
 class ScriptedBackend(Backend):
@@ -87,14 +91,21 @@ class ScriptedBackend(Backend):
 
     name = "scripted"
 
-    def __init__(self, turns: Sequence[ScriptedTurn], *, model: str = "script") -> None:
+    def __init__(
+        self, turns: Sequence[ScriptedTurn], *, model: str = "script", one_at_a_time: bool = False
+    ) -> None:
         self.model = model
         self._turns = list(turns)
         self._cursor = 0
+        self.one_at_a_time = one_at_a_time
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedBackend:
-        return cls(load_script(path), model=Path(path).name)
+        """A script file; ``"oneAtATime": true`` in it makes the model serve one model turn at a
+        time, queued like a local model."""
+        turns = load_script(path)
+        serial = _load_document(path).get("oneAtATime") is True
+        return cls(turns, model=Path(path).name, one_at_a_time=serial)
 
     @property
     def remaining_turns(self) -> int:
