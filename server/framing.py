@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -51,33 +52,51 @@ Frame = bytes | Oversized
 
 
 class FrameReader:
-    """Blocking: reads one frame at a time from a binary stream."""
+    """Blocking: reads one frame at a time from a file descriptor.
 
-    def __init__(self, stream: BinaryIO, max_frame: int = MAX_FRAME_BYTES) -> None:
-        self._stream = stream
+    It reads the descriptor itself (``os.read``), not ``sys.stdin.buffer``: a daemon thread
+    blocked inside a buffered reader holds its lock, and the interpreter aborts at exit when it
+    cannot take that lock."""
+
+    def __init__(self, fd: int, max_frame: int = MAX_FRAME_BYTES) -> None:
+        self._fd = fd
         self._max = max_frame
+        self._buffer = bytearray()
+        self._eof = False
+
+    def _fill(self) -> bool:
+        """Read more input; False at the end of input."""
+        if self._eof:
+            return False
+        chunk = os.read(self._fd, 65536)
+        if not chunk:
+            self._eof = True
+            return False
+        self._buffer += chunk
+        return True
+
+    def _take(self, count: int) -> bytes:
+        data = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return data
 
     def _line(self) -> bytes | None:
         """The next header line (at most its last :data:`MAX_HEADER_LINE` bytes); None at EOF."""
         kept = b""
         while True:
-            chunk = self._stream.readline(MAX_HEADER_LINE)
-            if not chunk:
+            end = self._buffer.find(b"\n")
+            if end != -1:
+                return (kept + self._take(end + 1))[-MAX_HEADER_LINE:]
+            if len(self._buffer) > MAX_HEADER_LINE:  # a long line: keep only its tail
+                kept = (kept + self._take(len(self._buffer)))[-MAX_HEADER_LINE:]
+            if not self._fill():
                 return None
-            kept = (kept + chunk)[-MAX_HEADER_LINE:]
-            if chunk.endswith(b"\n"):
-                return kept
 
     def _body(self, length: int) -> bytes | None:
-        parts: list[bytes] = []
-        missing = length
-        while missing > 0:
-            chunk = self._stream.read(missing)
-            if not chunk:
+        while len(self._buffer) < length:
+            if not self._fill():
                 return None  # end of input in the middle of a body
-            parts.append(chunk)
-            missing -= len(chunk)
-        return b"".join(parts)
+        return self._take(length)
 
     def next_frame(self) -> Frame | None:
         """The next body, an :class:`Oversized` marker, or None at the end of input."""
@@ -113,7 +132,7 @@ async def serve_frames(
     input (cancel the task to stop earlier)."""
     loop = asyncio.get_running_loop()
     frames: asyncio.Queue[Frame | None] = asyncio.Queue(maxsize=1)
-    reader = FrameReader(stream)
+    reader = FrameReader(stream.fileno())
 
     def read_all() -> None:
         frame: Frame | None = b""

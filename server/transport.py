@@ -131,6 +131,9 @@ class GatehouseProtocol(LanguageServerProtocol):
         self._outgoing: dict[MsgId, Future[Any]] = {}
         """Our requests to the client, apart from pygls' table of the client's requests: the
         client chooses its ids freely, so the two must never share one table."""
+        self._outgoing_types: dict[MsgId, Any] = {}
+        """The result types of our requests, apart from pygls' ``_result_types`` (which pygls
+        also reads when it answers a client request with the same id)."""
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(
@@ -201,6 +204,9 @@ class GatehouseProtocol(LanguageServerProtocol):
         if "jsonrpc" not in data:
             return data
         try:
+            if "method" not in data and "error" not in data:  # a reply to one of our requests
+                result_type = self._outgoing_types.pop(data["id"], None)
+                return self._converter.structure(data, result_type or JsonRPCResponseMessage)
             return super().structure_message(data)
         except Exception as exc:
             is_response = "method" not in data
@@ -240,6 +246,8 @@ class GatehouseProtocol(LanguageServerProtocol):
     def _handle_unreadable(self, message: _Unreadable) -> None:
         if message.is_response:
             # A malformed reply to one of our requests fails that request (closed, never allowed).
+            if message.msg_id is not None:
+                self._outgoing_types.pop(message.msg_id, None)
             future = (
                 self._outgoing.pop(message.msg_id, None) if message.msg_id is not None else None
             )
@@ -279,6 +287,7 @@ class GatehouseProtocol(LanguageServerProtocol):
             if value is future:  # pygls filed it with the client's requests: move it to ours
                 del self._request_futures[key]
                 self._outgoing[key] = future
+                self._outgoing_types[key] = self._result_types.pop(key, None)
         return future
 
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
@@ -289,7 +298,7 @@ class GatehouseProtocol(LanguageServerProtocol):
         if future is not None and not future.done():
             # The client gave up on one of our requests (e.g. a dismissed approval prompt).
             logger.info("the client cancelled our request %s", msg_id)
-            self._result_types.pop(msg_id, None)
+            self._outgoing_types.pop(msg_id, None)
             future.set_exception(ClientCancelled(f"the client cancelled request {msg_id}"))
             return
         logger.info("$/cancelRequest for an unknown request %s", msg_id)
@@ -314,5 +323,5 @@ class GatehouseProtocol(LanguageServerProtocol):
         future = self._outgoing.pop(msg_id, None)
         if future is not None and not future.done():
             future.cancel()
-        self._result_types.pop(msg_id, None)
+        self._outgoing_types.pop(msg_id, None)
         self.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
