@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from engine.toolcalls import deepseek as ds
 from tests.stress.wire import NO_ANSWER, WireServer, encode, frame, hermes_call, start_server
 
 TOUCH = hermes_call("terminal", command="touch ran.txt")
@@ -208,8 +209,8 @@ MODEL_PATHOLOGIES = [
     '<tool_call>{"name": "terminal", "arguments": {"command": "ls", "n": ' + "9" * 4400 + "}}"
     "</tool_call>",
     '[TOOL_CALLS]terminal[ARGS]{"command": "ls", "n": ' + "9" * 4400 + "}",
-    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>terminal\n```json\n"
-    '{"command": "ls", "n": ' + "9" * 4400 + "}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    f"{ds.CALLS_BEGIN}{ds.CALL_BEGIN}function{ds.SEP}terminal\n```json\n"
+    '{"command": "ls", "n": ' + "9" * 4400 + f"}}\n```{ds.CALL_END}{ds.CALLS_END}",
     # Arguments nested 950 deep.
     '<tool_call>{"name": "terminal", "arguments": {"command": "ls", "x": '
     + "[" * 950
@@ -251,6 +252,6 @@ def test_garbage_replies_to_requests_never_sent_are_ignored(wire: WireServer) ->
     wire.send({"jsonrpc": "2.0", "id": [1], "result": None})
     started = time.monotonic()
     assert wire.ping(30) >= 0 and time.monotonic() >= started
-    assert not any(
-        m.get("method") == "window/showMessage" for m in wire.messages
-    ), "no popups for garbage"
+    assert not any(m.get("method") == "window/showMessage" for m in wire.messages), (
+        "no popups for garbage"
+    )

@@ -262,4 +262,4 @@ def processes_with(marker: str) -> list[int]:
 def _stderr_sink() -> Any:
     """Where the server's log goes: $GATEHOUSE_STRESS_LOG (appended) when set, else nowhere."""
     path = os.environ.get("GATEHOUSE_STRESS_LOG")
-    return open(path, "ab") if path else subprocess.DEVNULL  # noqa: SIM115
+    return open(path, "ab") if path else subprocess.DEVNULL
