@@ -169,6 +169,8 @@ class GatehouseProtocol(LanguageServerProtocol):
                 verdict = Verdict("answer", message["id"], INVALID_REQUEST, deep)
             else:
                 verdict = Verdict("drop", message=deep)
+        if verdict is None and self._shutdown and "method" in message and "id" in message:
+            verdict = Verdict("answer", message["id"], message="The server is shutting down")
         if verdict is not None:
             self._apply(verdict)
             return

@@ -129,8 +129,7 @@ def test_frames_split_into_single_bytes_and_garbage_between_frames_are_read(
     wire: WireServer,
 ) -> None:
     data = encode({"jsonrpc": "2.0", "id": "bytes", "method": "agent/status", "params": {}})
-    for index in range(len(data)):
-        wire.send_raw(data[index : index + 1])
+    wire.send_in_pieces(data, 1)
     assert "result" in wire.response_for("bytes")
     # A body shorter than its Content-Length claims is followed by garbage and a good frame.
     wire.send_raw(b"garbage without a newline" + encode({"jsonrpc": "2.0", "id": "after"}))

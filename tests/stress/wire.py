@@ -71,6 +71,14 @@ class WireServer:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
 
+    def send_in_pieces(self, data: bytes, size: int) -> None:
+        """Write ``data`` ``size`` bytes at a time (nothing else is written in between)."""
+        assert self.proc.stdin is not None
+        with self.write_lock:
+            for start in range(0, len(data), size):
+                self.proc.stdin.write(data[start : start + size])
+                self.proc.stdin.flush()
+
     def send(self, message: Any) -> None:
         self.send_raw(encode(message))
 
