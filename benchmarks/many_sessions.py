@@ -53,7 +53,11 @@ async def _sequential(
     client: RpcClient, count: int, params: dict[str, Any]
 ) -> tuple[float, list[Any]]:
     started = time.perf_counter()
-    results = [await client.request("agent/chat", params) for _ in range(count)]
+    results = []
+    for i in range(count):  # the same prompts as the parallel arm (no cache advantage)
+        results.append(
+            await client.request("agent/chat", {**params, "prompt": f"{params['prompt']} ({i})"})
+        )
     return time.perf_counter() - started, results
 
 
