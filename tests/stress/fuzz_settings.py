@@ -18,7 +18,7 @@ PING_SECONDS = float(os.environ.get("GATEHOUSE_FUZZ_PING_SECONDS", "1" if LONG e
 issue's 1 s; the short run, which shares a busy machine with everything else in ``make test``,
 allows 10 s (the latencies it saw are reported either way)."""
 
-GATE_EXAMPLES = int(os.environ.get("GATEHOUSE_GATE_EXAMPLES", 6000 if LONG else 2000))
+GATE_EXAMPLES = int(os.environ.get("GATEHOUSE_GATE_EXAMPLES", "6000" if LONG else "2000"))
 """Examples of the gate state machine."""
 
 GATE_STEPS = 40 if LONG else 16
