@@ -259,10 +259,6 @@ class GatehouseProtocol(LanguageServerProtocol):
         if message.msg_id is not None:
             self._send_raw(_error_response(message.msg_id, message.code, message.message))
 
-    def report_parse_error(self, exc: Exception) -> None:
-        """The transport could not decode a message body."""
-        self._send_raw(_error_response(None, PARSE_ERROR, f"Parse error: {exc}"))
-
     def _send_raw(self, payload: dict[str, Any]) -> None:
         self._send_data(payload)
 

@@ -3,7 +3,8 @@
 The script is JSON ``{"turns": [...]}``. Each model call takes the next turn as the model's raw
 output and streams it in several chunks through exactly the same parsing path as a real model.
 When the turns run out the model says nothing. A turn is a string, or an object
-``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream).
+``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream);
+``"failWith": "why"`` in it makes the model break after its text.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 class ScriptedTurn:
     text: str
     chunk_delay_seconds: float = 0.0
+    fail_with: str | None = None
+    """After its text, the model breaks with this error (tests of ``stopReason: error``)."""
 
 
 def split_into_tokens(text: str) -> list[str]:
@@ -53,7 +56,10 @@ def _parse_turn(index: int, raw: Any) -> ScriptedTurn:
         valid = isinstance(delay, int | float) and not isinstance(delay, bool)
         if not valid or not math.isfinite(delay) or delay < 0:
             raise BackendError(f"turns[{index}].chunkDelayMs must be a number >= 0")
-        return ScriptedTurn(raw["text"], float(delay) / 1000.0)
+        fail = raw.get("failWith")
+        if fail is not None and not isinstance(fail, str):
+            raise BackendError(f"turns[{index}].failWith must be a string")
+        return ScriptedTurn(raw["text"], float(delay) / 1000.0, fail)
     raise BackendError(f'turns[{index}] must be a string or an object with a "text" string')
 
 
@@ -130,4 +136,6 @@ class ScriptedBackend(Backend):
             # Yield to the event loop between tokens, as a real engine's hand-off does: other
             # requests (cancel, ping) are served while a turn streams.
             await asyncio.sleep(turn.chunk_delay_seconds)
+        if turn.fail_with is not None:
+            raise BackendError(turn.fail_with)
         yield Finish("stop")
