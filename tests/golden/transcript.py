@@ -288,9 +288,9 @@ async def replay(transcript: dict[str, Any], tmp: Path) -> None:
         for index, step in enumerate(transcript["steps"]):
             if "send" in step:
                 message = bindings.substitute(step["send"])
-                if "method" in message and "id" in message:
-                    if isinstance(message["id"], int | str):  # others are refused: -32600
-                        sent[message["id"]] = message["method"]
+                # A request whose id is not a string or an integer is refused (-32600).
+                if "method" in message and isinstance(message.get("id"), int | str):
+                    sent[message["id"]] = message["method"]
                 peer.send(message)
             elif "sendRaw" in step:
                 peer.send_raw(step["sendRaw"])
