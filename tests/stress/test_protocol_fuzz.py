@@ -157,6 +157,8 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
                     "approvals": len(server.approvals),
                     "ping_median_ms": round(1000 * pings[len(pings) // 2], 2),
                     "ping_max_ms": round(1000 * pings[-1], 2),
+                    "pings_over_1s": sum(p > 1 for p in pings),
+                    "pings": len(pings),
                     "rss_growth_kb": server.rss_kb() - state.baseline_rss_kb,
                     "markers": len(list(server.workspace.glob("m*"))),
                 },
