@@ -100,7 +100,8 @@ class GatehouseServer(LanguageServer):
         for sig in (signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, on_signal, sig)
         try:
-            await serve_frames(stdin, self.protocol.receive, self.protocol.report_oversized)
+            protocol = self.protocol
+            await serve_frames(stdin, protocol.prepare, protocol.receive, protocol.report_oversized)
         except asyncio.CancelledError:
             if not stopping:
                 raise

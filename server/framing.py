@@ -13,7 +13,8 @@ read:
   a line, so a frame that follows a body of the wrong length is still found;
 - end of input (also in the middle of a body) ends the server.
 
-The body is decoded and dispatched by :meth:`server.transport.GatehouseProtocol.receive`.
+The body is decoded on the reading thread (:meth:`server.transport.GatehouseProtocol.prepare`) and
+dispatched on the event loop (:meth:`~server.transport.GatehouseProtocol.receive`).
 
 Reading runs on a daemon thread (a blocked read never keeps the process alive at exit) and hands
 each frame to the event loop, one at a time (the reader waits until the loop took it).
@@ -27,7 +28,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 logger = logging.getLogger(__name__)
 
@@ -125,13 +126,15 @@ class FrameReader:
 
 async def serve_frames(
     stream: BinaryIO,
-    receive: Callable[[bytes], None],
+    prepare: Callable[[bytes], Any],
+    receive: Callable[[Any], None],
     oversized: Callable[[Oversized], None],
 ) -> None:
-    """Read frames on a daemon thread and hand each to ``receive`` on this loop, until the end of
-    input (cancel the task to stop earlier)."""
+    """Read frames on a daemon thread, ``prepare`` each body there (decoding), and hand the
+    result to ``receive`` on this loop, until the end of input (cancel the task to stop
+    earlier)."""
     loop = asyncio.get_running_loop()
-    frames: asyncio.Queue[Frame | None] = asyncio.Queue(maxsize=1)
+    frames: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
     reader = FrameReader(stream.fileno())
 
     def read_all() -> None:
@@ -142,8 +145,11 @@ async def serve_frames(
             except Exception:  # a broken stdin: the same as its end
                 logger.exception("reading stdin failed")
                 frame = None
+            item: Any = frame
+            if isinstance(frame, bytes):
+                item = _Prepared(prepare(frame))
             try:
-                asyncio.run_coroutine_threadsafe(frames.put(frame), loop).result()
+                asyncio.run_coroutine_threadsafe(frames.put(item), loop).result()
             except (RuntimeError, asyncio.CancelledError):
                 return  # the loop is gone: nobody is listening
 
@@ -156,4 +162,11 @@ async def serve_frames(
         if isinstance(frame, Oversized):
             oversized(frame)
             continue
-        receive(frame)
+        receive(frame.value)
+
+
+class _Prepared:
+    """A body as ``prepare`` left it."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value

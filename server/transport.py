@@ -152,13 +152,20 @@ class GatehouseProtocol(LanguageServerProtocol):
 
     # --- reading ----------------------------------------------------------------------------
 
-    def receive(self, body: bytes) -> None:
-        """One frame body from :mod:`server.framing`: decoded, judged, dispatched. Anything that
-        goes wrong is answered (requests) or logged (the rest); the server keeps serving."""
+    @staticmethod
+    def prepare(body: bytes) -> Any:
+        """Decode a frame body (on the reader thread: a big body does not hold up the event
+        loop); an :class:`Undecodable` is returned, not raised."""
         try:
-            message = decode(body)
+            return decode(body)
         except Undecodable as exc:
-            self._send_raw(_error_response(None, PARSE_ERROR, f"Parse error: {exc}"))
+            return exc
+
+    def receive(self, message: Any) -> None:
+        """One prepared frame from :mod:`server.framing`: judged, dispatched. Anything that goes
+        wrong is answered (requests) or logged (the rest); the server keeps serving."""
+        if isinstance(message, Undecodable):
+            self._send_raw(_error_response(None, PARSE_ERROR, f"Parse error: {message}"))
             return
         verdict = judge(message, self.request_methods)
         if verdict is None and too_deep(message):
