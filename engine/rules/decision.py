@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
+from engine.rules.kinds import ChoiceKind, DeciderKind
 from engine.rules.model import Rule, pattern_kind
 from engine.rules.shell import CommandAnalysis
-
-DeciderKind = Literal["rule", "person", "settings", "failure"]
-"""``rule``: a rule decided (no prompt); ``person``: an answer to a prompt; ``settings``: no
-prompt was needed (the confirm flags do not cover the call, or ``bypassPermissions``);
-``failure``: no valid answer came (timeout, cancel, a malformed or failed answer)."""
-
-ChoiceKind = Literal["allow_once", "allow_session", "allow_always", "deny"]
 
 
 @dataclass(frozen=True)
@@ -45,11 +38,15 @@ class Choice:
     for this workspace)."""
 
 
-EXACT_PROGRAMS = frozenset(
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+EXACT_PROGRAMS = _names(
     "python python3 python2 pypy pypy3 node nodejs deno bun perl ruby php lua luajit Rscript "
     "java osascript rm rmdir mv dd chmod chown chgrp curl wget ssh scp sftp rsync nc ncat "
-    "socat telnet ftp kill pkill killall shred truncate mkfs npx uvx pipx pip pip3 "
-    "docker podman kubectl".split()
+    "socat telnet ftp kill pkill killall shred truncate mkfs npx uvx pipx pip pip3 docker "
+    "podman kubectl"
 )
 """Programs whose proposed rule is the exact command, never a ``*`` for further words: their
 arguments are code, a target or a destructive scope."""

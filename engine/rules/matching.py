@@ -2,7 +2,8 @@
 
 - **deny / ask** match if *any* command found anywhere in the line matches (inside ``$( )``,
   ``sh -c '...'``, after ``env``/``sudo``/``xargs``/``find -exec``...), comparing the program by
-  its base name with look-alike characters folded (``/usr/bin/curl``, ``ｃurl`` are ``curl``).
+  its base name with look-alike characters folded (``/usr/bin/curl`` and a full-width ``curl``
+  are ``curl``).
   For a path tool: if any path the call touches matches.
 - **allow** matches only an understood line (:attr:`CommandAnalysis.understood`) in which
   *every* simple command matches an allow rule word for word, the program spelled exactly as in
@@ -131,9 +132,12 @@ class RuleIndex:
             if subject.code is not None and isinstance(compiled, str):
                 if compiled == subject.code:
                     hits.append(rule)
-            elif subject.paths is not None and isinstance(compiled, re.Pattern):
-                if any(p is not None and compiled.fullmatch(p) for p in subject.paths):
-                    hits.append(rule)
+            elif (
+                subject.paths is not None
+                and isinstance(compiled, re.Pattern)
+                and any(p is not None and compiled.fullmatch(p) for p in subject.paths)
+            ):
+                hits.append(rule)
         return tuple(hits)
 
     def _allowed(self, subject: CallSubject) -> tuple[Rule, ...] | None:

@@ -24,17 +24,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from engine.rules.kinds import ACTIONS, SOURCES, RuleAction, RuleSource
 from engine.rules.words import join, read_words
 
-RuleAction = Literal["allow", "ask", "deny"]
-RuleSource = Literal["builtin", "user", "workspace", "session"]
-PatternKind = Literal["command", "code", "path"]
+__all__ = ["ACTIONS", "SOURCES", "Rule", "RuleAction", "RuleError", "RuleSource"]
 
-ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
-SOURCES: tuple[RuleSource, ...] = ("builtin", "user", "workspace", "session")
-"""The sources, in the documented order they are listed in (precedence is by action, not by
-source: deny > ask > allow, whatever the source)."""
-STRENGTH: dict[RuleAction, int] = {"allow": 0, "ask": 1, "deny": 2}
+PatternKind = Literal["command", "code", "path"]
 
 
 class RuleError(ValueError):
@@ -70,9 +65,7 @@ def parse_command_pattern(pattern: str) -> CommandPattern:
     reading = read_words(body)
     if reading.unclear or len(reading.commands) != 1 or reading.commands[0].redirects:
         why = "; ".join(reading.unclear) or "it is more than one command"
-        raise RuleError(
-            f"a terminal pattern is one plain command with an optional final * ({why})"
-        )
+        raise RuleError(f"a terminal pattern is one plain command with an optional final * ({why})")
     return CommandPattern(tuple(reading.commands[0].argv), open_ended)
 
 

@@ -90,9 +90,7 @@ def decide(
     if not flagged:
         return Verdict(
             "run",
-            DecidedBy(
-                "settings", digest, detail=f"no confirm setting covers the {tool.name} tool"
-            ),
+            DecidedBy("settings", digest, detail=f"no confirm setting covers the {tool.name} tool"),
         )
     if matches.allow:
         return Verdict(

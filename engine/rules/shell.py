@@ -35,17 +35,20 @@ if TYPE_CHECKING:
 Argv = tuple[str | None, ...]
 """A command's words as found in the tree; None for a word whose value depends on expansion."""
 
-SHELLS = frozenset(
-    "sh bash zsh dash ksh mksh yash fish csh tcsh busybox ash rbash pwsh powershell".split()
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+SHELLS = _names("sh bash zsh dash ksh mksh yash fish csh tcsh busybox ash rbash pwsh powershell")
+EVALUATORS = _names(
+    "eval exec source . command builtin alias unalias function declare typeset export "
+    "readonly local set shopt trap enable hash unset ulimit umask coproc"
 )
-EVALUATORS = frozenset(
-    "eval exec source . command builtin alias unalias function declare typeset export readonly "
-    "local set shopt trap enable hash unset ulimit umask coproc".split()
-)
-WRAPPERS = frozenset(
-    "env sudo doas su pkexec runuser nohup nice ionice chrt taskset setsid stdbuf timeout time "
-    "xargs parallel watch strace ltrace unbuffer flock chroot script nsenter unshare firejail "
-    "bwrap systemd-run".split()
+WRAPPERS = _names(
+    "env sudo doas su pkexec runuser nohup nice ionice chrt taskset setsid stdbuf timeout "
+    "time xargs parallel watch strace ltrace unbuffer flock chroot script nsenter unshare "
+    "firejail bwrap systemd-run"
 )
 ALWAYS_ASK = SHELLS | EVALUATORS | WRAPPERS
 """Programs whose words are other code (a shell, a wrapped command, an evaluated string):
@@ -236,9 +239,8 @@ class _Walk:
                 if word is not None and word.startswith("-") and "c" in word.lstrip("-"):
                     code = argv[index + 1]
                     break
-        elif program == "eval":
-            if None not in argv[1:]:
-                code = " ".join(str(w) for w in argv[1:])
+        elif program == "eval" and None not in argv[1:]:
+            code = " ".join(str(w) for w in argv[1:])
         if code:
             self.tree(code, depth + 1, top=False)
 
@@ -257,4 +259,3 @@ def analyse(command: str) -> CommandAnalysis:
         for argv in commands:
             unclear += [r for r in shape_reasons(argv) if r not in unclear]
     return CommandAnalysis(() if unclear else commands, tuple(unclear), tuple(walk.found))
-

@@ -156,7 +156,7 @@ class UserRules:
         except OSError as exc:
             return Loaded((), (f"{self.path}: cannot be read ({exc})",))
         data, problems = _parse(text, str(self.path))
-        rules, more = _rules_from(data, "user", str(self.path), workspace)
+        rules, more = _rules_from(data, "user", f"your {USER_FILE}", workspace)
         return Loaded(tuple(rules), tuple(problems + more))
 
     @contextlib.contextmanager
@@ -215,7 +215,9 @@ class UserRules:
                 ("approved_sha256", rule.approved_sha256),
                 ("created", rule.created),
             ]
-            lines += [f"{key} = {_toml_string(value)}" for key, value in fields if value is not None]
+            lines += [
+                f"{key} = {_toml_string(value)}" for key, value in fields if value is not None
+            ]
         fd, tmp = tempfile.mkstemp(prefix=".rules-", suffix=".tmp", dir=self.folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -31,9 +31,14 @@ from sandbox.autorun import AUTORUN_NAMES
 SAFE = frozenset(string.ascii_letters + string.digits + "_@%+=:,./-")
 """Characters a word may hold outside quotes."""
 
-KEYWORDS = frozenset(
-    "if then else elif fi case esac for select while until do done in function time coproc "
-    "! [[ ]] { }".split()
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+KEYWORDS = _names(
+    "if then else elif fi case esac for select while until do done in function time coproc ! "
+    "[[ ]] { }"
 )
 """Words that are not a program name in command position."""
 
@@ -265,7 +270,11 @@ def read_words(text: str) -> Reading:
             word = reader.word()
             if word is None:
                 continue
-            if reader.peek() in ("<", ">") and word.isdigit() and text[start:reader.pos].isdigit():
+            if (
+                reader.peek() in ("<", ">")
+                and word.isdigit()
+                and text[start : reader.pos].isdigit()
+            ):
                 op = _redirect_operator(reader, word)
                 reader.skip_blanks()
                 target = reader.word() if op is not None else None

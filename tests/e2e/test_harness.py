@@ -242,7 +242,7 @@ class Terminal:
 def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Made it.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
-    term.read_until("[y]es / [s]ession / [N]o")
+    term.read_until("Enter = deny")
     assert not (workspace / "made.txt").exists()
     term.type("y\n")
     assert term.finish() == 0, term.seen
@@ -254,7 +254,7 @@ def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None
 def test_ctrl_c_at_the_prompt_withdraws_it(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Never said.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
-    term.read_until("[y]es / [s]ession / [N]o")
+    term.read_until("Enter = deny")
     term.proc.send_signal(signal.SIGINT)
     term.read_until("withdrawn: it did not run)")
     term.type("y\n")  # too late: nobody is asking any more
@@ -295,7 +295,7 @@ def test_escape_codes_in_a_command_are_shown_not_obeyed(
     call = json.dumps({"name": "terminal", "arguments": {"command": SNEAKY}})
     s = script(f"<tool_call>{call}</tool_call>", "Done \x1b[2J\u202eevil")
     term = Terminal(chat_argv(workspace, s, "list files", "--approve", "ask"))
-    seen = term.read_until("[y]es / [s]ession / [N]o")
+    seen = term.read_until("Enter = deny")
     # the person sees the whole command, escapes written out, and is warned
     assert "touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la" in seen
     assert "hidden or control characters" in seen
