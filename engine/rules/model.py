@@ -120,12 +120,13 @@ class Rule:
     source: RuleSource = "user"
     scope: str | None = None
     """User rules: the workspace folder they apply in (None: every workspace)."""
-    where: str | None = None
-    """Where it is written (a file and line), for people."""
-    approved_sha256: str | None = None
+    where: str | None = field(default=None, compare=False)
+    """Where it is written (a file and rule number), for people."""
+    approved_sha256: str | None = field(default=None, compare=False)
     """A rule made from an approval: the SHA-256 of the call that was approved."""
-    created: str | None = None
-    session_id: str | None = field(default=None, compare=False)
+    created: str | None = field(default=None, compare=False)
+    session_id: str | None = None
+    """Session grants: the conversation it belongs to (part of its id)."""
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:

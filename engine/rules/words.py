@@ -179,6 +179,9 @@ def _redirect_operator(reader: _Reader, fd: str) -> str | None:
 
 
 def _check_target(reader: _Reader, operator: str, target: str | None) -> None:
+    fd = operator.rstrip("<>|&") if not operator.startswith("&") else ""
+    if fd not in ("", "1", "2"):
+        reader.fail("redirects a file descriptor other than 1 or 2")
     if not target:
         reader.fail("has a redirection without a file")
         return
