@@ -134,7 +134,7 @@ async function startServer(t, { turns, options = {}, onConfirm }) {
   const child = spawn(PYTHON, ['-P', '-m', 'server'], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    env: { ...process.env, PYTHONUNBUFFERED: '1', GATEHOUSE_DATA_DIR: path.join(tmp, 'data') },
   });
   let stderr = '';
   child.stderr.setEncoding('utf8');
