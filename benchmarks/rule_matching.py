@@ -26,7 +26,7 @@ import _common as c
 
 from engine.gate import GatePolicy
 from engine.rules.book import RuleBook
-from engine.rules.matching import RuleIndex, _broad_match, _words_match, subject_for
+from engine.rules.matching import _broad_match, _words_match, subject_for
 from engine.rules.model import CommandPattern, Rule
 from engine.rules.policy import decide
 from engine.rules.shell import analyse
