@@ -251,6 +251,31 @@ def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None
     assert "Made it." in term.seen
 
 
+def test_the_prompt_offers_the_scoped_choices_and_always_remembers_the_rule(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    s = script(TOUCH_TURN, "Made it.")
+    term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
+    seen = term.read_until("Enter = deny")
+    assert "[n] Deny   [y] Allow once   [s] Allow `touch *` in this session" in seen
+    assert "[a] Always allow `touch *` in this workspace" in seen
+    term.type("a\n")
+    assert term.finish() == 0, term.seen
+    assert (workspace / "made.txt").exists()
+
+    # the next `gatehouse chat` in this workspace lists it, and /rules remove takes it away
+    listed = run(chat_argv(workspace, script("unused")), stdin="/rules\n/quit\n")
+    assert listed.returncode == 0, listed.stderr
+    line = next(x for x in listed.stdout.splitlines() if "touch *" in x)
+    assert "allow terminal `touch *`" in line and "yours, this workspace" in line
+    rule_id = line.split()[0]
+    removed = run(
+        chat_argv(workspace, script("unused")), stdin=f"/rules remove {rule_id}\n/rules\n"
+    )
+    assert f"removed {rule_id}" in removed.stdout
+    assert "`touch *`" not in removed.stdout.split("removed", 1)[1].split("\n", 1)[1]
+
+
 def test_ctrl_c_at_the_prompt_withdraws_it(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Never said.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))

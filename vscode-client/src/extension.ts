@@ -57,6 +57,10 @@ export function activate(context: vscode.ExtensionContext): void {
     rules,
     vscode.window.registerTreeDataProvider(RULES_VIEW_ID, rules),
     command('gatehouse.refreshRules', () => rules.refresh()),
+    command('gatehouse.showRules', async () => {
+      await vscode.commands.executeCommand(`${RULES_VIEW_ID}.focus`);
+      await rules.refresh();
+    }),
     command('gatehouse.removeRule', (item?: RuleItem) => (item === undefined ? rules.pickAndRemove() : rules.remove(item))),
     watchSettings(() => void manager.restartIfChanged(), log),
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
