@@ -23,14 +23,16 @@ class RuleBook:
     scope: str | None = None
     """The workspace a remembered rule applies in."""
     _index: RuleIndex | None = field(default=None, repr=False)
-    _size: int = field(default=-1, repr=False)
+    _key: tuple[int, ...] = field(default=(), repr=False)
 
     @property
     def index(self) -> RuleIndex:
-        size = len(self.loaded) + len(self.grants)
-        if self._index is None or size != self._size:
+        """The index of every rule in force now (rebuilt when a rule was granted, remembered or
+        removed since: grants change while a session lives)."""
+        key = (id(self.loaded), len(self.loaded), *map(id, self.grants))
+        if self._index is None or key != self._key:
             self._index = RuleIndex([*self.loaded, *self.grants])
-            self._size = size
+            self._key = key
         return self._index
 
     def remember(self, rule: Rule) -> Rule:
