@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
@@ -41,7 +39,6 @@ from engine.events import (
 )
 from engine.rules.book import RuleBook
 from engine.rules.decision import Choice, DecidedBy
-from engine.rules.model import RuleError
 from engine.rules.policy import Verdict, decide
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome, canonical_arguments
@@ -362,33 +359,11 @@ class _Turn:
         return "denied", f"The tool call was not run: {why}."
 
     async def _grant(self, choice: Choice, digest: str) -> str:
-        """Record what an allow answer grants beyond this call; what to say about it."""
-        rule = choice.rule
-        if rule is None or choice.kind == "allow_once":
-            return "allowed once"
-        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        if choice.kind == "allow_session":
-            grant = replace(
-                rule,
-                source="session",
-                approved_sha256=digest,
-                created=now,
-                session_id=self.conversation.key,
-            )
-            self.conversation.grants.append(grant)
-            self.emit(StatusNote(f"Allowed {grant.describe()} for this session"))
-            return f"allowed, and {grant.describe()} granted for this session"
-        remembered = replace(
-            rule, source="user", scope=self.book.scope, approved_sha256=digest, created=now
-        )
-        try:
-            stored = await asyncio.to_thread(self.book.remember, remembered)
-        except (OSError, RuleError) as exc:
-            logger.warning("could not remember a rule: %s", exc)
-            self.emit(StatusNote(f"Allowed once: the rule could not be remembered ({exc})"))
-            return f"allowed once (remembering {remembered.describe()} failed: {exc})"
-        self.emit(StatusNote(f"Always allowed {stored.describe()} in this workspace"))
-        return f"allowed, and {stored.describe()} remembered for this workspace"
+        """Record what an allow answer grants beyond this call; what decidedBy says about it."""
+        detail, note = await self.book.record_answer(choice, digest, self.conversation.key)
+        if note is not None:
+            self.emit(StatusNote(note))
+        return detail
 
 
 class AgentLoop:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from engine.rules.decision import Choice
 from engine.rules.matching import RuleIndex
 from engine.rules.model import Rule, RuleError
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,3 +51,37 @@ class RuleBook:
         stored = UserRules(self.user_folder).add(rule)
         self.loaded = [*self.loaded, stored]
         return stored
+
+    async def record_answer(
+        self, choice: Choice, digest: str, session_key: str
+    ) -> tuple[str, str | None]:
+        """Record what an allow answer grants beyond this call: a session grant
+        (``allow_session``) or a user rule for this workspace (``allow_always``, written off the
+        event loop), each keeping the SHA-256 of the approved call. Returns what decidedBy says
+        and the status line for people (None: nothing to say)."""
+        rule = choice.rule
+        if rule is None or choice.kind == "allow_once":
+            return "allowed once", None
+        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        if choice.kind == "allow_session":
+            grant = replace(
+                rule, source="session", approved_sha256=digest, created=now, session_id=session_key
+            )
+            self.grants.append(grant)
+            return (
+                f"allowed, and {grant.describe()} granted for this session",
+                f"Allowed {grant.describe()} for this session",
+            )
+        wanted = replace(rule, source="user", scope=self.scope, approved_sha256=digest, created=now)
+        try:
+            stored = await asyncio.to_thread(self.remember, wanted)
+        except (OSError, RuleError) as exc:
+            logger.warning("could not remember a rule: %s", exc)
+            return (
+                f"allowed once (remembering {wanted.describe()} failed: {exc})",
+                f"Allowed once: the rule could not be remembered ({exc})",
+            )
+        return (
+            f"allowed, and {stored.describe()} remembered for this workspace",
+            f"Always allowed {stored.describe()} in this workspace",
+        )
