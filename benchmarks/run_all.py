@@ -20,7 +20,12 @@ from typing import Any
 
 import _common as c
 
-BENCHMARKS: tuple[str, ...] = ("cold_start", "stream_throughput", "confirm_roundtrip")
+BENCHMARKS: tuple[str, ...] = (
+    "cold_start",
+    "stream_throughput",
+    "confirm_roundtrip",
+    "many_sessions",
+)
 DEFAULT_JSON = c.BENCH_DIR / "results.json"
 
 

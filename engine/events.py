@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 ToolStatus = Literal["completed", "failed", "denied", "timed_out", "cancelled"]
 """How a tool call ended (the wire's ``status``): declared here, used by the protocol models."""
 
-StopReason = Literal["end_turn", "max_tokens", "tool_limit", "cancelled"]
+StopReason = Literal["end_turn", "max_tokens", "tool_limit", "cancelled", "error"]
 """Why a turn ended (the wire's ``stopReason``)."""
 
 

@@ -5,11 +5,12 @@ The loop knows nothing of JSON-RPC. It reports progress through an event sink (t
 terminal harness and tests are thin adapters over the same code.
 
 A turn ends when a model turn contains no tool call (``end_turn``), when the model hit
-``max_tokens``, when a call arrives after ``max_tool_calls`` are spent (``tool_limit``), or when it
-is cancelled. Cancellation is task cancellation: :meth:`TurnControl.cancel` cancels the task that
-runs :meth:`AgentLoop.run`; every await point cleans up after itself (a pending approval is
-withdrawn by the approver, a running process tree is killed by the sandbox), and the loop then
-returns a ``cancelled`` result. A cancellation that did not come through the control (the
+``max_tokens``, when a call arrives after ``max_tool_calls`` are spent (``tool_limit``), when the
+backend fails mid-stream (``error``: a status event says why; nothing the model was writing runs),
+or when it is cancelled. Cancellation is task cancellation: :meth:`TurnControl.cancel` cancels
+the task that runs :meth:`AgentLoop.run`; every await point cleans up after itself (a pending
+approval is withdrawn by the approver, a running process tree is killed by the sandbox), and the
+loop then returns a ``cancelled`` result. A cancellation that did not come through the control (the
 transport's own request cancel) propagates after the same clean-up.
 """
 
@@ -78,6 +79,10 @@ def _call_key(name: str, arguments: dict[str, Any]) -> str:
     return name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
+class _ModelFailed(Exception):
+    """The backend raised, or streamed something that is not text, during a model turn."""
+
+
 class _Turn:
     """One request: the conversation it extends, its settings, and what happened so far."""
 
@@ -116,7 +121,13 @@ class _Turn:
         rounds = 0
         while True:
             answering = limit is not None and rounds >= limit
-            raw, calls, finish = await self._model_turn([] if answering else specs)
+            try:
+                raw, calls, finish = await self._model_turn([] if answering else specs)
+            except _ModelFailed as exc:
+                # The model broke off (raised, or sent what is not text): nothing it was
+                # writing runs; the turn ends with what was said so far.
+                self.emit(StatusNote(f"The model failed ({exc}); the turn ended."))
+                return "error"
             self.remember(Message("assistant", raw))
             if finish == "length":
                 if calls:
@@ -178,12 +189,18 @@ class _Turn:
                     if isinstance(chunk, Notice):
                         self.emit(StatusNote(chunk.text))
                         continue
+                    if not isinstance(chunk, str):
+                        raise TypeError(f"the backend sent {type(chunk).__name__}, not text")
                     raw_parts.append(chunk)
                     handle(parser.feed(chunk))
         except asyncio.CancelledError:
             handle(parser.finish())
             self.remember(Message("assistant", "".join(raw_parts)))
             raise
+        except Exception as exc:
+            logger.warning("the model failed mid-turn", exc_info=True)
+            self.remember(Message("assistant", "".join(raw_parts)))
+            raise _ModelFailed(str(exc) or type(exc).__name__) from exc
         handle(parser.finish())
         return "".join(raw_parts), calls, finish
 

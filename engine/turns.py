@@ -86,6 +86,11 @@ class TurnControl:
     def bind(self, task: asyncio.Task[Any]) -> None:
         self._task = task
 
+    @property
+    def task(self) -> asyncio.Task[Any] | None:
+        """The task that runs the turn (None before it is bound)."""
+        return self._task
+
     def cancel(self) -> bool:
         """Request cancellation; False when nothing is running."""
         if self._task is None or self._task.done():

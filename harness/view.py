@@ -228,6 +228,7 @@ class View:
             "cancelled": "(cancelled)",
             "max_tokens": "(stopped: the model reached its token limit)",
             "tool_limit": "(stopped: the tool call limit was reached)",
+            "error": "(stopped: the model failed; see the status above)",
         }
         if result is not None and result.stop_reason in notes:
             self.out.line(notes[result.stop_reason], style="yellow")

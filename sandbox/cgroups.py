@@ -97,14 +97,16 @@ def discover() -> list[_Tree]:
 class CommandGroup:
     """The cgroups of one command: created before it runs, killed and removed after."""
 
-    def __init__(self, trees: list[_Tree], max_processes: int) -> None:
+    def __init__(self, trees: list[_Tree], max_processes: int | None) -> None:
+        """``max_processes`` None: no limit (the group is only for the kill)."""
         self._dirs: list[tuple[_Tree, Path]] = []
+        self._limited = max_processes is not None
         name = f"call-{next(_counter)}"
         for tree in trees:
             path = tree.base / name
             try:
                 path.mkdir()
-                if tree.pids:
+                if tree.pids and max_processes is not None:
                     (path / "pids.max").write_text(str(max_processes))
             except OSError as exc:
                 logger.warning("cannot create cgroup %s: %s", path, exc)
@@ -113,7 +115,7 @@ class CommandGroup:
 
     @property
     def limits_processes(self) -> bool:
-        return any(tree.pids for tree, _ in self._dirs)
+        return self._limited and any(tree.pids for tree, _ in self._dirs)
 
     def add(self, pid: int) -> bool:
         """Move ``pid`` in (before it starts anything). False when any hierarchy refused it."""

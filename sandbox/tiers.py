@@ -257,8 +257,12 @@ class Sandbox:
         """The launch for ``argv`` and the isolation it really gets. ``protected``: what the
         strong tier keeps read-only (default: the server's runtime inside ``cwd``, by path)."""
         if bypass:
+            # No sandbox and no process limit, but still a cgroup where one can be made: the
+            # whole tree (setsid children too) dies with the call, on cancel and at exit.
             env = scrub_environment(extra=env_extra)
-            return Launch(argv, env, cwd), UNSANDBOXED
+            bypass_group = CommandGroup(self.trees, None) if self.trees else None
+            gate = ("/bin/sh", "-c", _GATE_SCRIPT, "gatehouse-gate") if bypass_group else ()
+            return Launch((*gate, *argv), env, cwd, bypass_group), UNSANDBOXED
         level = self.info.level
         extra = dict(env_extra or {})
         if scratch is not None:

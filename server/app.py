@@ -6,14 +6,15 @@ modules; pydantic validates params and :mod:`server.errors` maps every failure t
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import inspect
-import json
 import logging
 import os
 import shutil
+import signal
 import sys
-import tempfile
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, BinaryIO
 
 from lsprotocol import types as lsp
 from pydantic import BaseModel
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -30,6 +32,7 @@ from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
+from server.framing import serve_frames
 from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options
 from server.protocol import (
@@ -45,21 +48,68 @@ from server.protocol import (
     Method,
     WireModel,
 )
+from server.scratch import make_scratch_root
 from server.service import AgentService, ClientFeatures, Notifier
 from server.transport import GatehouseProtocol, make_converter
 
 logger = logging.getLogger(__name__)
 
 
+STOP_GRACE_SECONDS = 1.5
+"""On SIGTERM (or when the client goes away), how long running turns get to end cleanly."""
+
+
 class GatehouseServer(LanguageServer):
     protocol: GatehouseProtocol
+    service: AgentService
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls pops a window/showMessage for transport errors; a client gets a JSON-RPC error
-        # response instead, and the details go to the log.
-        if isinstance(error, json.JSONDecodeError | UnicodeDecodeError):
-            self.protocol.report_parse_error(error)
+        # pygls pops a window/showMessage for transport errors; requests are answered by the
+        # transport itself, and the details go to the log.
         logger.warning("%s: %s", getattr(source, "__name__", source), error)
+
+    def _start_io_async(
+        self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+    ) -> None:
+        # pygls' reader trusts Content-Length; server.framing reads with a size cap instead.
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(self._serve(stdin or sys.stdin.buffer))
+        except BrokenPipeError:
+            logger.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    async def _serve(self, stdin: BinaryIO) -> None:
+        """Serve until the end of input, ``exit`` or SIGTERM/SIGHUP; then stop every turn (its
+        approvals withdrawn, its processes killed) before returning."""
+        main = asyncio.current_task()
+        assert main is not None
+        loop = asyncio.get_running_loop()
+        stopping: list[asyncio.Task[None]] = []
+
+        async def terminate(signum: int) -> None:
+            logger.info("signal %d: cancelling every turn, then exiting", signum)
+            await self.service.stop_all(STOP_GRACE_SECONDS)
+            main.cancel()
+
+        def on_signal(signum: int) -> None:
+            if not stopping:
+                stopping.append(loop.create_task(terminate(signum)))
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            protocol = self.protocol
+            await serve_frames(stdin, protocol.prepare, protocol.receive, protocol.report_oversized)
+        except asyncio.CancelledError:
+            if not stopping:
+                raise
+        finally:
+            await self.service.stop_all(STOP_GRACE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -117,7 +167,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
     )
     protocol = server.protocol
-    scratch_root = launch.scratch_root or Path(tempfile.mkdtemp(prefix="gatehouse-"))
+    scratch_root = launch.scratch_root or make_scratch_root()
     service = AgentService(
         protocol,
         Notifier(protocol),
@@ -161,6 +211,9 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             )
         problems.clear()
 
+    protocol.request_methods = frozenset(
+        m.name for m in METHODS if m.direction == "client->server" and m.kind == "request"
+    )
     model_methods = ModelMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
@@ -175,7 +228,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
     for method in METHODS:
         if method.direction == "client->server":
             _route(server, method, routes[method.name])
-    server.service = service  # type: ignore[attr-defined]  # for in-process tests
+    server.service = service
     return server
 
 

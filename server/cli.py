@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import tempfile
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -131,9 +130,11 @@ def _serve(args: argparse.Namespace) -> int:
     # (mostly lsprotocol) load: a shorter cold start.
     from sandbox.hardening import make_non_dumpable  # noqa: PLC0415
     from sandbox.probe import EarlyProbe, Place  # noqa: PLC0415
+    from server.scratch import make_scratch_root, reap_stale_in_background  # noqa: PLC0415
 
     make_non_dumpable()
-    scratch_root = Path(tempfile.mkdtemp(prefix="gatehouse-"))
+    reap_stale_in_background()
+    scratch_root = make_scratch_root()
     place = Place(args.workspace, scratch_root / "bin")
     early = EarlyProbe(place) if args.workspace is not None else None
     from server.app import LaunchSettings, serve  # noqa: PLC0415 - only what serving needs

@@ -14,8 +14,10 @@ import logging
 
 from lsprotocol.types import ResponseError
 from pydantic import ValidationError
+from pygls.exceptions import JsonRpcException
 
 from server.protocol.errors import (
+    ERROR_CODES,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -82,6 +84,10 @@ def to_response_error(exc: BaseException) -> ResponseError:
         return ResponseError(code=exc.code, message=exc.message, data=data)
     if isinstance(exc, asyncio.CancelledError):
         return ResponseError(code=REQUEST_CANCELLED, message="Request cancelled")
+    if isinstance(exc, JsonRpcException) and exc.code in ERROR_CODES and exc.code != INTERNAL_ERROR:
+        # pygls' own errors (an unknown workspace/executeCommand is -32602): their code and
+        # message, never their data (pygls puts tracebacks there).
+        return ResponseError(code=exc.code, message=str(exc.message))
     logger.error("internal error", exc_info=exc)
     return ResponseError(
         code=INTERNAL_ERROR,

@@ -23,6 +23,7 @@ from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import Approvals, ClientChannel, PromptSettings
 from server.backends import BackendManager
 from server.errors import InvalidParams, InvalidRequest, unknown_session
+from server.model_queue import ModelQueue, QueuedBackend, waiting_text
 from server.options import ServerOptions
 from server.progress import WorkDone
 from server.protocol import (
@@ -91,6 +92,7 @@ class AgentService:
         self.sessions = SessionStore()
         self.approvals = Approvals(channel)
         self.models = BackendManager(options)
+        self.model_queue = ModelQueue()
         self.rules = RulesService(self.sessions, workspace)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -116,6 +118,16 @@ class AgentService:
         return GatehouseCapabilities(
             version=__version__, tools=list(BUILTIN_TOOL_NAMES), sandbox=self.sandbox_report()
         )
+
+    async def stop_all(self, grace_seconds: float) -> None:
+        """Cancel every running turn (each returns ``cancelled``: its approvals are withdrawn,
+        its processes killed) and wait up to ``grace_seconds`` for them to end."""
+        controls = [s.active for s in self.sessions.all() if s.active is not None]
+        for control in controls:
+            control.cancel()
+        tasks = [c.task for c in controls if c.task is not None and not c.task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace_seconds)
 
     # --- agent/status -----------------------------------------------------------------------
 
@@ -268,6 +280,12 @@ class AgentService:
                 task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
                 result = TurnResult("cancelled", "", [])
                 return self._result(session, turn_id, result)
+            if backend.one_at_a_time:  # a local model: one model turn at a time, FIFO
+
+                def tell(ahead: int) -> None:
+                    stream.emit(StatusNote(waiting_text(ahead)))
+
+                backend = QueuedBackend(backend, self.model_queue, tell)
             from engine.loop import AgentLoop  # noqa: PLC0415 - loaded with the first turn
 
             loop = AgentLoop(backend, builtin_tools(), session.box)

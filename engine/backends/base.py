@@ -67,6 +67,9 @@ class Backend(ABC):
 
     name: str
     model: str
+    one_at_a_time: bool = False
+    """True for a model that generates one stream at a time (a local model): the server queues
+    the model turns of all sessions for it (:mod:`server.model_queue`)."""
 
     @abstractmethod
     def stream(

@@ -65,6 +65,7 @@ class TransformersBackend(Backend):
     """A Hugging Face transformers model; ``model`` is a safetensors folder or a ``.gguf`` file."""
 
     name = "transformers"
+    one_at_a_time = True
 
     def __init__(
         self,

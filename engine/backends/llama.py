@@ -64,6 +64,7 @@ def tool_call_grammar(tools: Sequence[ToolSpec]) -> str:
 
 class LlamaCppBackend(Backend):
     name = "llama_cpp"
+    one_at_a_time = True
 
     def __init__(
         self,

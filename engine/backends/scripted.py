@@ -3,7 +3,8 @@
 The script is JSON ``{"turns": [...]}``. Each model call takes the next turn as the model's raw
 output and streams it in several chunks through exactly the same parsing path as a real model.
 When the turns run out the model says nothing. A turn is a string, or an object
-``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream).
+``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream);
+``"failWith": "why"`` in it makes the model break after its text.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 class ScriptedTurn:
     text: str
     chunk_delay_seconds: float = 0.0
+    fail_with: str | None = None
+    """After its text, the model breaks with this error (tests of ``stopReason: error``)."""
 
 
 def split_into_tokens(text: str) -> list[str]:
@@ -53,7 +56,10 @@ def _parse_turn(index: int, raw: Any) -> ScriptedTurn:
         valid = isinstance(delay, int | float) and not isinstance(delay, bool)
         if not valid or not math.isfinite(delay) or delay < 0:
             raise BackendError(f"turns[{index}].chunkDelayMs must be a number >= 0")
-        return ScriptedTurn(raw["text"], float(delay) / 1000.0)
+        fail = raw.get("failWith")
+        if fail is not None and not isinstance(fail, str):
+            raise BackendError(f"turns[{index}].failWith must be a string")
+        return ScriptedTurn(raw["text"], float(delay) / 1000.0, fail)
     raise BackendError(f'turns[{index}] must be a string or an object with a "text" string')
 
 
@@ -66,6 +72,14 @@ def parse_script(data: Any) -> list[ScriptedTurn]:
 
 def load_script(path: str | Path) -> list[ScriptedTurn]:
     """Read and validate a script file; every problem is a :class:`BackendError` naming the file."""
+    data = _load_document(path)
+    try:
+        return parse_script(data)
+    except BackendError as exc:
+        raise BackendError(f"Script {path}: {exc}") from None
+
+
+def _load_document(path: str | Path) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -73,13 +87,9 @@ def load_script(path: str | Path) -> list[ScriptedTurn]:
     except UnicodeDecodeError as exc:
         raise BackendError(f"Script {path} is not UTF-8 text: {exc}") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BackendError(f"Script {path} is not valid JSON: {exc}") from None
-    try:
-        return parse_script(data)
-    except BackendError as exc:
-        raise BackendError(f"Script {path}: {exc}") from None
 
 
 class ScriptedBackend(Backend):
@@ -87,14 +97,21 @@ class ScriptedBackend(Backend):
 
     name = "scripted"
 
-    def __init__(self, turns: Sequence[ScriptedTurn], *, model: str = "script") -> None:
+    def __init__(
+        self, turns: Sequence[ScriptedTurn], *, model: str = "script", one_at_a_time: bool = False
+    ) -> None:
         self.model = model
         self._turns = list(turns)
         self._cursor = 0
+        self.one_at_a_time = one_at_a_time
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedBackend:
-        return cls(load_script(path), model=Path(path).name)
+        """A script file; ``"oneAtATime": true`` in it makes the model serve one model turn at a
+        time, queued like a local model."""
+        turns = load_script(path)
+        serial = _load_document(path).get("oneAtATime") is True
+        return cls(turns, model=Path(path).name, one_at_a_time=serial)
 
     @property
     def remaining_turns(self) -> int:
@@ -119,4 +136,6 @@ class ScriptedBackend(Backend):
             # Yield to the event loop between tokens, as a real engine's hand-off does: other
             # requests (cancel, ping) are served while a turn streams.
             await asyncio.sleep(turn.chunk_delay_seconds)
+        if turn.fail_with is not None:
+            raise BackendError(turn.fail_with)
         yield Finish("stop")

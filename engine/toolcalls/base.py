@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,16 +48,60 @@ def json_error(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
 
 
-_DECODER = json.JSONDecoder()
+MAX_ARGUMENT_DEPTH = 64
+"""Arguments nested deeper than this are refused: a failed call, never a broken turn."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
 def raw_decode(text: str, pos: int = 0) -> tuple[Any, int]:
-    """``json.JSONDecoder().raw_decode``, with nesting too deep for Python's stack reported as a
+    """``json.JSONDecoder().raw_decode``, with nesting too deep for Python's stack, integers too
+    long to convert, NaN, Infinity and out-of-range numbers reported as a
     :class:`json.JSONDecodeError` like any other bad JSON."""
     try:
         return _DECODER.raw_decode(text, pos)
     except RecursionError:
         raise json.JSONDecodeError("Nesting too deep", text, pos) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, pos) from None
+
+
+def depth(value: object) -> int:
+    """How deeply ``value`` nests lists and dicts (iteratively: any depth is measured)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            level += 1
+            deepest = max(deepest, level)
+            stack.extend((child, level) for child in item)
+    return deepest
+
+
+def bounded(found: Found) -> Found:
+    """``found``, or a failed call when its arguments are nested too deeply to pass on (every
+    layer after the parser would have to recurse through them)."""
+    if found.error is None and depth(found.arguments) > MAX_ARGUMENT_DEPTH:
+        reason = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+        return failed(reason, found.name, found.raw)
+    return found
 
 
 def loads(text: str) -> Any:

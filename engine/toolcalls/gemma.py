@@ -10,7 +10,7 @@ import textwrap
 from typing import Any
 
 from engine.toolcalls.base import Found, failed, skip_ws
-from engine.toolcalls.python_calls import python_call
+from engine.toolcalls.python_calls import parse_source, python_call
 
 _NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _SCALARS: dict[str, Any] = {"true": True, "false": False, "null": None}
@@ -121,10 +121,10 @@ def parse_python_calls(source: str) -> list[Found]:
     with literal values only. ``print(...)`` around a call and a module prefix such as
     ``default_api.`` are dropped."""
     code = textwrap.dedent(source).strip()
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return [failed(f"invalid Python call syntax: {exc.msg} (line {exc.lineno})")]
+    tree = parse_source(code)
+    if isinstance(tree, str):
+        return [failed(tree)]
+    assert isinstance(tree, ast.Module)
     nodes: list[ast.expr] = []
     for stmt in tree.body:
         if not isinstance(stmt, ast.Expr):

@@ -7,7 +7,7 @@ import ast
 
 from engine.toolcalls.base import Found
 from engine.toolcalls.json_calls import parse_json_calls
-from engine.toolcalls.python_calls import python_call
+from engine.toolcalls.python_calls import parse_source, python_call
 
 PYTHON_TAG = "<|python_tag|>"
 ENDS = ("<|eom_id|>", "<|eot_id|>")
@@ -22,9 +22,8 @@ def parse_pythonic_list(text: str) -> list[Found] | None:
     """A whole turn that is a Python list of calls (Llama 3.2 ``[f(a=1), g(b="x")]``), or
     ``None`` unless every element is a clean keyword-argument call."""
     code = text.strip()
-    try:
-        tree = ast.parse(code, mode="eval")
-    except SyntaxError:
+    tree = parse_source(code, mode="eval")
+    if not isinstance(tree, ast.Expression):
         return None
     if not isinstance(tree.body, ast.List) or not tree.body.elts:
         return None

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from engine.toolcalls.base import Found, failed, is_json
+from engine.toolcalls.base import Found, bounded, failed, is_json
 from engine.toolcalls.events import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece
 from engine.toolcalls.json_calls import split_json_calls
 from engine.toolcalls.markers import (
@@ -335,7 +335,7 @@ class ToolCallParser:
     def _emit(self, found: list[Found], raw: str | None, first_index: int | None = None) -> None:
         """Push calls. ``raw`` is the markup they came from (``None``: each call's own text); a
         call's own text is used whenever one block held several."""
-        for call in found:
+        for call in map(bounded, found):
             if first_index is not None:
                 index, first_index = first_index, None
             else:

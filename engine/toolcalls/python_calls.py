@@ -17,6 +17,28 @@ def _func_name(node: ast.expr) -> str | None:
     return None
 
 
+_UNPARSEABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+"""What ``ast.parse`` raises on text it cannot take (ValueError: a NUL byte; RecursionError and
+MemoryError: nesting such as ``n=-----...1``)."""
+
+
+def parse_source(code: str, mode: str = "exec") -> ast.AST | str:
+    """``ast.parse(code)``, or why it cannot be read (never an exception)."""
+    try:
+        return ast.parse(code, mode=mode)
+    except SyntaxError as exc:
+        return f"invalid Python call syntax: {exc.msg} (line {exc.lineno})"
+    except _UNPARSEABLE:
+        return "the Python call is nested too deeply or holds a NUL byte"
+
+
+def _shown(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return "an expression nested too deeply to show"
+
+
 def python_call(node: ast.expr, raw: str | None) -> Found:
     if (
         isinstance(node, ast.Call)
@@ -27,11 +49,11 @@ def python_call(node: ast.expr, raw: str | None) -> Found:
     ):
         node = node.args[0]
     if not isinstance(node, ast.Call):
-        shown = ast.unparse(node)
+        shown = _shown(node)
         return failed(f"expected a function call like tool_name(arg=value), got {shown}", raw=raw)
     name = _func_name(node.func)
     if name is None:
-        return failed(f"cannot call {ast.unparse(node.func)}; use a tool name", raw=raw)
+        return failed(f"cannot call {_shown(node.func)}; use a tool name", raw=raw)
     if node.args:
         return failed(
             f"{name}() takes keyword arguments only, like {name}(arg=value); "
@@ -46,7 +68,7 @@ def python_call(node: ast.expr, raw: str | None) -> Found:
         try:
             arguments[keyword.arg] = _plain(ast.literal_eval(keyword.value))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            shown = ast.unparse(keyword.value)
+            shown = _shown(keyword.value)
             reason = (
                 f"argument {keyword.arg!r} of {name}() must be a literal (string, number, "
                 f"True/False/None, list or dict), got {shown}"

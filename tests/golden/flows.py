@@ -270,6 +270,39 @@ FLOWS: list[Flow] = [
         {"id": 1},
     ),
     Flow(
+        "model_error",
+        "The model breaks mid-stream: stopReason error, a status says why; the session goes on.",
+        [{"text": "Let me look", "failWith": "the model server went away"}, "Here it is."],
+        [
+            Send(chat(1)),
+            Send(chat(2, sessionId="<session:1>"), after={"id": 1}),
+        ],
+        {"id": 2},
+    ),
+    Flow(
+        "error_invalid_id",
+        "-32600 with id null: a request whose id is an object never runs.",
+        [call("terminal", command="echo never")],
+        [
+            Send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": {"x": 1},
+                    "method": "agent/chat",
+                    "params": {"prompt": "go"},
+                }
+            )
+        ],
+        {"id": None, "error": {"code": -32600}},
+    ),
+    Flow(
+        "error_notification_with_id",
+        "-32600: a notification method sent with an id is answered, not ignored.",
+        [],
+        [Send(request(7, "initialized", {}))],
+        {"id": 7},
+    ),
+    Flow(
         "error_after_shutdown",
         "-32600: every request after shutdown, except exit.",
         [],

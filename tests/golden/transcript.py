@@ -279,7 +279,8 @@ def _validate(message: dict[str, Any], sent: dict[Any, str]) -> None:
     if method in by_method:
         by_method[method].params.model_validate(message["params"])
         return
-    request_method = sent.get(message.get("id"))
+    msg_id = message.get("id")
+    request_method = sent.get(msg_id) if isinstance(msg_id, int | str) else None
     if request_method in by_method and "result" in message:
         result_model = by_method[request_method].result
         assert result_model.model_validate(message["result"]).wire() == message["result"]
@@ -304,7 +305,8 @@ async def replay(transcript: dict[str, Any], tmp: Path) -> None:
         for index, step in enumerate(transcript["steps"]):
             if "send" in step:
                 message = bindings.substitute(step["send"])
-                if "method" in message and "id" in message:
+                # A request whose id is not a string or an integer is refused (-32600).
+                if "method" in message and isinstance(message.get("id"), int | str):
                     sent[message["id"]] = message["method"]
                 peer.send(message)
             elif "sendRaw" in step:

@@ -66,6 +66,7 @@ const STOP_NOTES: Record<StopReason, string> = {
   max_tokens: 'Stopped: the model reached its token limit.',
   tool_limit: 'Stopped: the tool call limit was reached.',
   cancelled: 'Stopped.',
+  error: 'Stopped: the model failed (see the status above).',
 };
 
 interface Turn {

@@ -214,7 +214,7 @@ export interface ChatResult {
   /**
    * Why the turn ended.
    */
-  stopReason: 'end_turn' | 'max_tokens' | 'tool_limit' | 'cancelled';
+  stopReason: 'end_turn' | 'max_tokens' | 'tool_limit' | 'cancelled' | 'error';
   /**
    * Exactly the concatenation of the turn's content deltas.
    */
