@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.edits import FileEdit
+from engine.events import ToolStatus
 from engine.gate import ConfirmReason
 
 ClientDecision = Literal["allow", "allow_session", "deny"]
@@ -27,6 +29,8 @@ class ApprovalRequest:
     name: str
     arguments: dict[str, Any]
     reason: ConfirmReason
+    edits: tuple[FileEdit, ...] = ()
+    """For an edit tool: every file it would change, with its diff (a person reviews these)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,9 @@ class ApprovalOutcome:
 
     decision: Decision
     message: str | None = None
+    edits: dict[str, str] | None = None
+    """With ``allow``/``allow_session`` of an edit: the user's own version of some of its files
+    (path -> full text), written instead of the proposal's."""
 
     @property
     def allows(self) -> bool:
@@ -48,3 +55,32 @@ class ApprovalOutcome:
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 """The callback the loop awaits before a gated call runs."""
+
+
+DENIED_TEXT = "The user denied this tool call."
+
+
+def refusal(outcome: ApprovalOutcome, name: str) -> tuple[ToolStatus, str, str | None] | None:
+    """None when ``outcome`` lets the call of tool ``name`` run; otherwise how the call ends:
+    its status, what the model is told, and a status line for a person (or None)."""
+    decision = outcome.decision
+    if outcome.allows:
+        return None
+    if decision == "deny":
+        text = DENIED_TEXT + (f" The user said: {outcome.message}" if outcome.message else "")
+        return "denied", text, f"Denied: {name}"
+    if decision == "timed_out":
+        within = outcome.message or "the time limit"
+        return (
+            "timed_out",
+            f"The tool call was not run: no approval arrived within {within}.",
+            f"No answer to the approval request for {name}: not run.",
+        )
+    if decision == "cancelled":
+        return "cancelled", "The tool call was cancelled before it was approved.", None
+    why = outcome.message or "the approval failed"
+    return (
+        "denied",
+        f"The tool call was not run: {why}.",
+        f"Approval failed for {name} ({why}): not run.",
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.edits import AppliedEdit
 from sandbox.info import ProtectedChange, SandboxInfo
 
 ToolStatus = Literal["completed", "failed", "denied", "timed_out", "cancelled"]
@@ -61,6 +62,8 @@ class ToolEnded:
     """The isolation the call's code ran under; None when no code ran."""
     protected: tuple[ProtectedChange, ...] = ()
     """Auto-run paths the call created or changed, and what was done about each."""
+    edits: tuple[AppliedEdit, ...] = ()
+    """The files an edit tool changed (what is on disk now)."""
 
 
 @dataclass(frozen=True)

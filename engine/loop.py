@@ -20,11 +20,12 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
+from engine.approvals import DENIED_TEXT, ApprovalOutcome, ApprovalRequest, Approver, refusal
 from engine.backends.base import Backend, Finish, Message, Notice, ToolSpec
+from engine.edits import EditorDocuments
 from engine.events import (
     AgentEvent,
     ContentDelta,
@@ -37,8 +38,10 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
+from engine.gate import ConfirmReason
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from engine.tools.edits import EditTool, Proposal, WrittenBeforeCancel, uncut
 from engine.turns import Conversation, ToolCallRecord, TurnControl, TurnRequest, TurnResult
 
 if TYPE_CHECKING:  # the runner and the workspace guard load with the first command
@@ -59,9 +62,6 @@ __all__ = [
     "TurnRequest",
     "TurnResult",
 ]
-
-DENIED_TEXT = "The user denied this tool call."
-
 
 EventSink = Callable[[AgentEvent], None]
 
@@ -204,6 +204,25 @@ class _Turn:
             )
         return tool, args, None
 
+    def _context(self, record: ToolCallRecord) -> ToolContext:
+        return ToolContext(
+            workspace=self.box.workspace,
+            timeout_seconds=self.request.tool_timeout_seconds,
+            on_output=lambda text: self.emit(ToolOutput(record.id, text)),
+            box=self.box,
+            reads=self.conversation.reads,
+            documents=self.loop.documents,
+            before_change=self.loop.before_change,
+        )
+
+    def _needs_confirm(self, tool: Tool, proposal: Proposal | None) -> bool:
+        policy = self.request.policy
+        if policy.bypass_permissions:
+            return False
+        if proposal is not None and proposal.protected:
+            return True  # an auto-run path: asked whatever the flags and allow_session say
+        return policy.needs_confirm(tool) and tool.name not in self.conversation.allowed_tools
+
     async def _handle_call(self, call: ParsedToolCall) -> tuple[ToolCallRecord, str]:
         record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
         self.records.append(record)
@@ -211,20 +230,47 @@ class _Turn:
         def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
             record.status = status
             record.exit_code = outcome.exit_code if outcome else None
-            sandbox = outcome.sandbox if outcome else None
-            protected = outcome.protected if outcome else ()
             self.emit(
                 ToolEnded(
-                    record.id, record.name, status, record.exit_code, text, sandbox, protected
+                    record.id,
+                    record.name,
+                    status,
+                    record.exit_code,
+                    text,
+                    outcome.sandbox if outcome else None,
+                    outcome.protected if outcome else (),
+                    outcome.edits if outcome else (),
                 )
             )
 
+        def cancelled(outcome: ToolOutcome | None) -> None:
+            if outcome is not None:  # an edit finished writing before the cancel took effect
+                status: ToolStatus = "failed" if outcome.failed else "completed"
+                end(status, outcome.text, outcome)
+            else:
+                status, text = "cancelled", "The tool call was cancelled by the user."
+                end(status, text)
+            text = (
+                outcome.text if outcome is not None else "The tool call was cancelled by the user."
+            )
+            self.remember(Message("tool", text, record.name, record.id, status=status))
+
         tool, args, problem = self._problem(call)
-        needs_confirm = (
-            tool is not None
-            and self.request.policy.needs_confirm(tool)
-            and call.name not in self.conversation.allowed_tools
-        )
+        ctx = self._context(record)
+        proposal: Proposal | None = None
+        if isinstance(tool, EditTool):
+            try:
+                proposal = await tool.propose(args, ctx)  # the diffs; nothing is written
+            except asyncio.CancelledError:
+                self.emit(ToolStarted(record.id, record.name, record.arguments, False))
+                cancelled(None)
+                raise
+            except ToolError as exc:
+                tool, problem = None, str(exc)
+            except Exception as exc:
+                logger.exception("tool %s failed unexpectedly", record.name)
+                tool, problem = None, f"The tool failed unexpectedly: {exc}"
+        needs_confirm = tool is not None and self._needs_confirm(tool, proposal)
         self.emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
         if tool is None:
             text = problem or "The tool call could not be run."
@@ -232,18 +278,20 @@ class _Turn:
             return record, text
 
         try:
+            versions = None
             if needs_confirm:
-                assert tool is not None
-                refusal = await self._ask(record, tool)
+                refusal, versions = await self._ask(record, tool, proposal)
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
             self.emit(StatusNote(f"Running {record.name}"))
-            outcome = await self._execute(tool, args, record)
-        except asyncio.CancelledError:
-            text = "The tool call was cancelled by the user."
-            end("cancelled", text)
-            self.remember(Message("tool", text, record.name, record.id, status="cancelled"))
+            if isinstance(tool, EditTool) and proposal is not None:
+                # A cancel never cuts a write off half-way: the call reports what is on disk.
+                outcome = await uncut(self._guarded(tool.apply(proposal, ctx, versions), record))
+            else:
+                outcome = await self._guarded(tool.run(args, ctx), record)
+        except asyncio.CancelledError as exc:
+            cancelled(exc.outcome if isinstance(exc, WrittenBeforeCancel) else None)
             raise
         status: ToolStatus = "failed" if outcome.failed else "completed"
         if status == "completed" and outcome.exit_code in (None, 0):
@@ -251,15 +299,11 @@ class _Turn:
         end(status, outcome.text, outcome)
         return record, outcome.text
 
-    async def _execute(self, tool: Tool, args: Any, record: ToolCallRecord) -> ToolOutcome:
-        ctx = ToolContext(
-            workspace=self.box.workspace,
-            timeout_seconds=self.request.tool_timeout_seconds,
-            on_output=lambda text: self.emit(ToolOutput(record.id, text)),
-            box=self.box,
-        )
+    async def _guarded(
+        self, running: Coroutine[Any, Any, ToolOutcome], record: ToolCallRecord
+    ) -> ToolOutcome:
         try:
-            return await tool.run(args, ctx)
+            return await running
         except ToolError as exc:
             return ToolOutcome(text=str(exc), failed=True)
         except asyncio.CancelledError:
@@ -268,49 +312,57 @@ class _Turn:
             logger.exception("tool %s failed unexpectedly", record.name)
             return ToolOutcome(text=f"The tool failed unexpectedly: {exc}", failed=True)
 
-    async def _ask(self, record: ToolCallRecord, tool: Tool) -> tuple[ToolStatus, str] | None:
-        """Ask for approval. None means run it; otherwise the status and what the model is told."""
+    async def _ask(
+        self, record: ToolCallRecord, tool: Tool, proposal: Proposal | None
+    ) -> tuple[tuple[ToolStatus, str] | None, dict[str, str] | None]:
+        """Ask for approval: ``(None, user's versions of files)`` means run it; otherwise the
+        status and what the model is told."""
         emit = self.emit
         emit(StatusNote(f"Waiting for approval: {record.name}"))
-        reason = self.request.policy.reason(tool)
+        if proposal is not None and proposal.protected:
+            reason: ConfirmReason = "protected_path"
+        else:
+            reason = self.request.policy.reason(tool)
+        edits = proposal.edits if proposal is not None else ()
         try:
             outcome = await self.approve(
-                ApprovalRequest(record.id, record.name, record.arguments, reason)
+                ApprovalRequest(record.id, record.name, record.arguments, reason, edits)
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # fail closed: any doubt about an approval means no run
             logger.exception("approval callback failed")
             outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
-        decision = outcome.decision
-        if decision == "allow_session":
+        if outcome.decision == "allow_session":
             self.conversation.allowed_tools.add(record.name)
-        if decision in ("allow", "allow_session"):
-            return None
-        if decision == "deny":
-            emit(StatusNote(f"Denied: {record.name}"))
-            text = DENIED_TEXT
-            if outcome.message:
-                text += f" The user said: {outcome.message}"
-            return "denied", text
-        if decision == "timed_out":
-            emit(StatusNote(f"No answer to the approval request for {record.name}: not run."))
-            within = outcome.message or "the time limit"
-            return "timed_out", f"The tool call was not run: no approval arrived within {within}."
-        if decision == "cancelled":
-            return "cancelled", "The tool call was cancelled before it was approved."
-        why = outcome.message or "the approval failed"
-        emit(StatusNote(f"Approval failed for {record.name} ({why}): not run."))
-        return "denied", f"The tool call was not run: {why}."
+        refused = refusal(outcome, record.name)
+        if refused is None:
+            return None, outcome.edits
+        status, text, note = refused
+        if note is not None:
+            emit(StatusNote(note))
+        return (status, text), None
 
 
 class AgentLoop:
     """Runs requests against one backend with a fixed set of tools in one session's box."""
 
-    def __init__(self, backend: Backend, tools: Mapping[str, Tool], box: Box) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        tools: Mapping[str, Tool],
+        box: Box,
+        *,
+        documents: EditorDocuments | None = None,
+        before_change: Callable[[tuple[str, ...]], Awaitable[None]] | None = None,
+    ) -> None:
         self.backend = backend
         self.tools = dict(tools)
         self.box = box
+        self.documents = documents
+        """The editor's open documents: an edit of a file with unsaved changes is refused."""
+        self.before_change = before_change
+        """Awaited right before an approved edit is written (checkpoints)."""
 
     def offered_tools(self, request: TurnRequest) -> list[Tool]:
         if not request.tools_enabled:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.backends.base import GenerationOptions, Message
+from engine.edits import ReadLedger
 from engine.events import StopReason, ToolStatus
 from engine.gate import GatePolicy
 
@@ -50,6 +51,8 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     allowed_tools: set[str] = field(default_factory=set)
     """Tools approved with ``allow_session``: further calls of these run without asking."""
+    reads: ReadLedger = field(default_factory=ReadLedger)
+    """The files the model read (``read_file``), for the edit tools' read-before-edit rule."""
 
 
 class TurnControl:

@@ -30,6 +30,7 @@ from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
+from server.documents import OpenDocuments
 from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options
 from server.protocol import (
@@ -111,7 +112,9 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         __version__,
         protocol_cls=GatehouseProtocol,
         converter_factory=make_converter,
-        text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
+        # Like any language server: the editor reports the documents it has open, so that an edit
+        # of a file with unsaved changes is refused (server/documents.py).
+        text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
     )
     protocol = server.protocol
     scratch_root = launch.scratch_root or Path(tempfile.mkdtemp(prefix="gatehouse-"))
@@ -158,6 +161,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             )
         problems.clear()
 
+    _track_documents(server, service.documents)
     model_methods = ModelMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
@@ -171,6 +175,33 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             _route(server, method, routes[method.name])
     server.service = service  # type: ignore[attr-defined]  # for in-process tests
     return server
+
+
+def _track_documents(server: LanguageServer, documents: OpenDocuments) -> None:
+    """Keep ``documents`` up to date with the editor's ``textDocument/did*`` notifications (pygls
+    keeps the text itself)."""
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        documents.opened(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        documents.changed(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
+        documents.changed(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
+        documents.closed(params.text_document.uri)
+
+    def text_of(uri: str) -> str | None:
+        document = server.workspace.text_documents.get(uri)
+        return None if document is None else document.source
+
+    documents.bind(text_of)
 
 
 def _route(server: LanguageServer, method: Method, handler: Handler) -> None:

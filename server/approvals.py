@@ -29,8 +29,15 @@ from lsprotocol import types as lsp
 from pydantic import ValidationError
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, ClientDecision
+from engine.tools.diffs import diff_counts
 from sandbox.info import SandboxInfo
-from server.protocol import TOOL_CONFIRM, SandboxState, ToolConfirmParams, ToolConfirmResult
+from server.protocol import (
+    TOOL_CONFIRM,
+    ProposedEdit,
+    SandboxState,
+    ToolConfirmParams,
+    ToolConfirmResult,
+)
 from server.protocol.display import hidden_warning, visible
 from server.transport import ClientCancelled
 
@@ -79,7 +86,9 @@ class PromptSettings:
     timeout_seconds: float
 
 
-def _parse_tool_confirm(reply: Any, pending: PendingApproval) -> ApprovalOutcome:
+def _parse_tool_confirm(
+    reply: Any, pending: PendingApproval, request: ApprovalRequest
+) -> ApprovalOutcome:
     try:
         answer = ToolConfirmResult.model_validate(reply)
     except ValidationError as exc:
@@ -90,7 +99,19 @@ def _parse_tool_confirm(reply: Any, pending: PendingApproval) -> ApprovalOutcome
         )
     if answer.approval_id is not None and answer.approval_id != pending.approval_id:
         return ApprovalOutcome("failed", "the editor's answer named another approval")
-    return ApprovalOutcome(answer.decision, answer.message)
+    if answer.decision == "deny" or not answer.edits:
+        return ApprovalOutcome(answer.decision, answer.message)
+    writable = {e.path for e in request.edits if e.action != "delete"}
+    versions: dict[str, str] = {}
+    for edit in answer.edits:
+        if edit.path not in writable or edit.path in versions:
+            return ApprovalOutcome(
+                "failed",
+                f"the editor's answer was malformed (edits: {edit.path!r} is not a file this "
+                "call creates or changes, or appears twice)",
+            )
+        versions[edit.path] = edit.content
+    return ApprovalOutcome(answer.decision, answer.message, versions)
 
 
 def _parse_message_action(reply: Any, _pending: PendingApproval) -> ApprovalOutcome:
@@ -106,7 +127,10 @@ def _parse_message_action(reply: Any, _pending: PendingApproval) -> ApprovalOutc
 
 
 def shown_code(request: ApprovalRequest) -> str:
-    """What a person reviews: the code or command itself, else the arguments as JSON."""
+    """What a person reviews: the diff of an edit, the code or command itself, else the
+    arguments as JSON."""
+    if request.edits:
+        return "".join(edit.diff for edit in request.edits)
     for key in ("code", "command"):
         value = request.arguments.get(key)
         if isinstance(value, str) and set(request.arguments) == {key}:
@@ -114,19 +138,42 @@ def shown_code(request: ApprovalRequest) -> str:
     return json.dumps(request.arguments, ensure_ascii=False, indent=2)
 
 
+def diff_stat(request: ApprovalRequest) -> list[str]:
+    """One line per file of an edit: path, lines added and removed, action (and protection)."""
+    lines = []
+    for edit in request.edits:
+        added, removed = diff_counts(edit.diff)
+        line = f"{visible(edit.path)} | +{added} -{removed} ({edit.action})"
+        if edit.protected is not None:
+            line += f" PROTECTED: {visible(edit.protected)}; asked even after Allow for session"
+        lines.append(line)
+    return lines
+
+
+def _head(request: ApprovalRequest, settings: PromptSettings) -> str:
+    where = visible(settings.workspace)
+    if request.edits:
+        count = len(request.edits)
+        files = "a file" if count == 1 else f"{count} files"
+        return (
+            f"Gatehouse wants to change {files} in {where} with the {visible(request.name)} "
+            "tool:\n" + "\n".join(diff_stat(request))
+        )
+    network = "on" if settings.sandbox.network else "off"
+    return (
+        f"Gatehouse wants to run the {visible(request.name)} tool in {where} "
+        f"(isolation: {settings.sandbox.level}, network: {network})."
+    )
+
+
 def message_request(
     request: ApprovalRequest, settings: PromptSettings
 ) -> lsp.ShowMessageRequestParams:
     """The ``window/showMessageRequest`` fallback prompt: everything shown, Deny first."""
-    network = "on" if settings.sandbox.network else "off"
     code = shown_code(request)
     lines = visible(code).split("\n")
     complete = len(lines) <= FALLBACK_MAX_LINES and len(code) <= FALLBACK_MAX_CHARS
-    head = (
-        f"Gatehouse wants to run the {visible(request.name)} tool in {visible(settings.workspace)} "
-        f"(isolation: {settings.sandbox.level}, network: {network})."
-    )
-    parts = [head]
+    parts = [_head(request, settings)]
     warning = hidden_warning(code)
     if warning:
         parts.append(warning)
@@ -176,6 +223,10 @@ class Approvals:
         pending = self._register(session_id, request.tool_call_id)
         params: Any
         parse: Callable[[Any, PendingApproval], ApprovalOutcome]
+        edits = [
+            ProposedEdit(path=e.path, action=e.action, diff=e.diff, protected=e.protected)
+            for e in request.edits
+        ]
         if settings.style == "toolConfirm":
             method = TOOL_CONFIRM
             params = ToolConfirmParams(
@@ -189,8 +240,12 @@ class Approvals:
                 sandbox=SandboxState(
                     level=settings.sandbox.level, network=settings.sandbox.network
                 ),
+                edits=edits or None,
             ).wire()
-            parse = _parse_tool_confirm
+
+            def parse(reply: Any, pending: PendingApproval) -> ApprovalOutcome:
+                return _parse_tool_confirm(reply, pending, request)
+
         else:
             method = lsp.WINDOW_SHOW_MESSAGE_REQUEST
             params = message_request(request, settings)

@@ -28,6 +28,7 @@ from engine.events import (
 )
 from sandbox.info import SandboxInfo
 from server.protocol import (
+    AppliedFileEdit,
     ContentEvent,
     ProtectedPath,
     ReasoningEvent,
@@ -80,6 +81,13 @@ def event_to_wire(event: AgentEvent, session_id: str, turn_id: str) -> WireModel
             protected=[
                 ProtectedPath(path=c.path, action=c.action, detail=c.detail)
                 for c in event.protected
+            ]
+            or None,
+            edits=[
+                AppliedFileEdit(
+                    path=e.path, action=e.action, diff=e.diff, user_edited=e.user_edited
+                )
+                for e in event.edits
             ]
             or None,
         )

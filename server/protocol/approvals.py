@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from engine.approvals import ClientDecision
+from engine.edits import EditAction
 from engine.gate import ConfirmReason
 from sandbox.info import IsolationLevel
 from server.protocol.base import ClientAnswer, WireModel, optional
@@ -17,6 +18,28 @@ class SandboxState(WireModel):
 
     level: IsolationLevel = Field(description="strong, standard, limits-only or none.")
     network: bool = Field(description="Whether the code can reach the network.")
+
+
+class ProposedEdit(WireModel):
+    """One file an edit call would change, as the person reviews it."""
+
+    path: str = Field(description="Relative to the workspace (every symbolic link resolved).")
+    action: EditAction = Field(description="create, modify or delete.")
+    diff: str = Field(
+        description="The full unified diff (git style: --- a/path, +++ b/path, @@ hunks; "
+        "/dev/null for a created or deleted file), never shortened."
+    )
+    protected: str | None = optional(
+        "Present when the path is an auto-run path (.git, hooks, .vscode, ...) or part of the "
+        "server's own code: what runs or reads it. Such an edit is always asked about."
+    )
+
+
+class UserEdit(ClientAnswer):
+    """The user's own version of one file of an edit (full content), written instead."""
+
+    path: str = Field(description="As in the request's edits[].path.")
+    content: str = Field(description="The whole text of the file as the user wants it.")
 
 
 class ToolConfirmParams(WireModel):
@@ -32,10 +55,15 @@ class ToolConfirmParams(WireModel):
     name: str = Field(description="The tool's name.")
     arguments: dict[str, Any] = Field(description="Exactly what will run, in full.")
     reason: ConfirmReason = Field(
-        description="code_execution (python/terminal under confirmCodeExecution) or all_tools "
+        description="code_execution (python/terminal under confirmCodeExecution), file_edit "
+        "(edit_file/write_file/apply_patch under confirmFileEdits), protected_path (an edit of "
+        "an auto-run path: always asked, even after allow_session) or all_tools "
         "(confirmToolCalls)."
     )
     sandbox: SandboxState = Field(description="The isolation the call would run under.")
+    edits: list[ProposedEdit] | None = optional(
+        "Present for the edit tools: every file the call would change, with its full diff."
+    )
 
 
 class ToolConfirmResult(ClientAnswer):
@@ -46,4 +74,9 @@ class ToolConfirmResult(ClientAnswer):
     message: str | None = optional("Passed to the model on deny.")
     approval_id: str | None = optional(
         "Optional echo of the request's approvalId; when present it must match."
+    )
+    edits: list[UserEdit] | None = optional(
+        "With allow or allow_session of an edit: the user's own version of some of its files "
+        "(created or modified ones, each at most once), written instead of the proposal; the "
+        "model is told how it differs. Any other path makes the answer malformed."
     )

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
+from engine.edits import EditAction
 from engine.events import ToolStatus
 from sandbox.info import ProtectedAction
 from server.protocol.approvals import SandboxState
@@ -22,6 +23,18 @@ class ProtectedPath(WireModel):
         "original written back) or removed (the call removed it; reported only)."
     )
     detail: str = Field(description="What happened, for a person.")
+
+
+class AppliedFileEdit(WireModel):
+    """A file an edit call changed, as it is now on disk."""
+
+    path: str = Field(description="Relative to the workspace.")
+    action: EditAction = Field(description="create, modify or delete.")
+    diff: str = Field(description="The full unified diff of what was written.")
+    user_edited: bool = Field(
+        description="True when the user changed the proposal before accepting it (the diff is "
+        "then of the user's version)."
+    )
 
 
 class StreamHead(WireModel):
@@ -90,6 +103,9 @@ class ToolEndEvent(StreamHead):
     protected: list[ProtectedPath] | None = optional(
         "Present when the call created or changed auto-run paths (.git, hooks, .vscode, ...): "
         "what was done about each (see docs/security.md)."
+    )
+    edits: list[AppliedFileEdit] | None = optional(
+        "Present when an edit tool changed files: each file and the diff really applied."
     )
 
 

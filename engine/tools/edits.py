@@ -1,0 +1,425 @@
+"""The edit tools: ``edit_file``, ``write_file`` and ``apply_patch``.
+
+An edit runs in two steps, so that a person reviews exactly what will be written:
+
+1. :meth:`EditTool.propose` checks the call and computes every file's new text and its diff
+   (nothing is written). A file that exists must have been read in this session with
+   ``read_file`` and be unchanged since (the read ledger), and must not be open in the editor
+   with unsaved changes. Any problem fails the call here, with a message that helps the model
+   retry, before anyone is asked.
+2. :meth:`EditTool.apply` writes what was approved (or the user's own version of a file) through
+   :func:`engine.tools.filewrites.commit`: the same checks again right before the write, then
+   every file or none. This is the one way an approved edit reaches the disk.
+
+Paths are confined to the workspace exactly as the read-only tools' (by descriptor, links
+resolved inside it); auto-run paths are always asked about (:mod:`engine.tools.protected`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from engine.edits import AppliedEdit, EditAction, FileEdit, digest
+from engine.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolKind, ToolOutcome
+from engine.tools.diffs import diff_counts, file_diff, unified_diff
+from engine.tools.filetext import FileText, TextFormat, read_text
+from engine.tools.filewrites import FileChange, commit
+from engine.tools.matching import find_all, line_numbers, listed, not_found, too_many
+from engine.tools.patch import apply_to_text, parse_patch
+from engine.tools.protected import Protection
+from engine.workspace_fs import WorkspaceFS
+
+NEW_FILE = TextFormat(newlines="mixed")
+"""A new file: UTF-8, its line endings as written."""
+
+
+# --- argument models -------------------------------------------------------------------------
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(description="The file to change, relative to the workspace root.")
+    old_text: str = Field(
+        description="The exact text to replace, copied from read_file (indentation and line "
+        "breaks included). It must occur exactly once unless replace_all is true."
+    )
+    new_text: str = Field(description="The text to put in its place.")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence of old_text, not just one."
+    )
+
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(description="The file to create or replace, relative to the workspace root.")
+    content: str = Field(description="The whole new content of the file.")
+
+
+class ApplyPatchArgs(ToolArgs):
+    patch: str = Field(
+        min_length=1,
+        description="A unified diff in git style: for each file '--- a/PATH' and '+++ b/PATH' "
+        "then '@@ -l,s +l,s @@' hunks of ' ', '-' and '+' lines. '--- /dev/null' creates a "
+        "file, '+++ /dev/null' deletes one. Every file changes, or none does.",
+    )
+
+
+# --- what a call would do --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """One file of a proposal."""
+
+    edit: FileEdit
+    format: TextFormat
+    expected: str | None
+    """The digest the file has now (modify, delete): it must still have it when written."""
+    summary: str
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What an edit call would write, as a person reviews it."""
+
+    files: tuple[PlannedFile, ...]
+
+    @property
+    def edits(self) -> tuple[FileEdit, ...]:
+        return tuple(f.edit for f in self.files)
+
+    @property
+    def protected(self) -> bool:
+        """Whether it changes an auto-run path (always asked about)."""
+        return any(f.edit.protected is not None for f in self.files)
+
+
+def _unsaved(ctx: ToolContext, fs: WorkspaceFS, path: str, disk_text: str) -> ToolError | None:
+    if ctx.documents is None:
+        return None
+    if not ctx.documents.has_unsaved_changes(str(fs.root.joinpath(*path.split("/"))), disk_text):
+        return None
+    return ToolError(
+        f"{path} is open in the editor with unsaved changes: it was not changed, so that it does "
+        "not diverge from what the user sees. Ask the user to save or discard their changes, "
+        "then read it again."
+    )
+
+
+def _check_read(ctx: ToolContext, path: str, current: str) -> None:
+    seen = ctx.reads.get(path)
+    if seen is None:
+        raise ToolError(
+            f"You have not read {path} in this session: read it with read_file first, then "
+            "change it (an edit must start from what the file holds now)."
+        )
+    if seen != current:
+        raise ToolError(f"{path} changed since you read it: read it again, then retry.")
+
+
+def _existing(fs: WorkspaceFS, path: str, ctx: ToolContext) -> FileText:
+    """A file to change: read by descriptor, read by the model before, unchanged since, and
+    not open with unsaved changes."""
+    current = read_text(fs, path)
+    _check_read(ctx, current.path, current.digest)
+    refusal = _unsaved(ctx, fs, current.path, current.disk_text)
+    if refusal is not None:
+        raise refusal
+    return current
+
+
+def _exists(fs: WorkspaceFS, path: str) -> bool:
+    try:
+        fs.resolve(path, must_exist=True)
+    except ToolError:
+        return False
+    return True
+
+
+def _plan(
+    protection: Protection,
+    path: str,
+    action: EditAction,
+    current: FileText | None,
+    new_text: str | None,
+    *,
+    summary: str,
+    executable: bool = False,
+) -> PlannedFile:
+    fmt = current.format if current is not None else NEW_FILE
+    if new_text is not None:
+        fmt.to_disk(new_text, path)  # too large, or not encodable: refused now, not after asking
+    old_text = current.text if current is not None else None
+    diff = file_diff(path, action, old_text, new_text)
+    added, removed = diff_counts(diff)
+    edit = FileEdit(
+        path,
+        action,
+        diff,
+        old_text,
+        new_text,
+        protection.reason(path),
+    )
+    summary = f"{action} {path} (+{added} -{removed}): {summary}"
+    expected = current.digest if current is not None else None
+    return PlannedFile(edit, fmt, expected, summary, executable)
+
+
+# --- the tools -------------------------------------------------------------------------------
+
+
+class EditTool(Tool):
+    """A tool that changes files: proposed first (with diffs), written once approved."""
+
+    kind: ClassVar[ToolKind] = "edit"
+
+    def plan(
+        self, args: Any, ctx: ToolContext, fs: WorkspaceFS, protection: Protection
+    ) -> list[PlannedFile]:
+        """The files the call changes (in a worker thread); :class:`ToolError` if it cannot."""
+        raise NotImplementedError
+
+    async def propose(self, args: Any, ctx: ToolContext) -> Proposal:
+        """What the call would write; nothing is written."""
+
+        def planned() -> Proposal:
+            with WorkspaceFS(ctx.workspace) as fs:
+                protection = Protection(fs.root, ctx.box)
+                return Proposal(tuple(self.plan(args, ctx, fs, protection)))
+
+        return await asyncio.to_thread(planned)
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+        return await self.apply(await self.propose(args, ctx), ctx)
+
+    async def apply(
+        self,
+        proposal: Proposal,
+        ctx: ToolContext,
+        user_versions: Mapping[str, str] | None = None,
+    ) -> ToolOutcome:
+        """Write an approved proposal; ``user_versions`` (path -> text) are the user's own
+        versions of some of its files, written instead of the proposal's. Every check is made
+        again first; then every file is written, or none (:class:`ToolError`)."""
+        versions = dict(user_versions or {})
+        changeable = {f.edit.path for f in proposal.files if f.edit.action != "delete"}
+        if not set(versions) <= changeable:
+            raise ToolError(
+                "Nothing was written: the editor sent a file this call does not change."
+            )
+        changes: list[FileChange] = []
+        finals: list[str | None] = []
+        for planned in proposal.files:
+            edit = planned.edit
+            final = edit.new_text
+            if edit.path in versions:
+                final = planned.format.to_internal(versions[edit.path])
+            data = None if final is None else planned.format.to_disk(final, edit.path)
+            finals.append(final)
+            changes.append(
+                FileChange(edit.path, edit.action, data, planned.expected, planned.executable)
+            )
+
+        def verify(change: FileChange, current: bytes) -> None:
+            _check_read(ctx, change.path, digest(current))
+            planned = next(p for p in proposal.files if p.edit.path == change.path)
+            if ctx.documents is not None:
+                with WorkspaceFS(ctx.workspace) as fs:
+                    disk = current.decode(planned.format.encoding, errors="replace")
+                    disk = disk.removeprefix("\ufeff")
+                    refusal = _unsaved(ctx, fs, change.path, disk)
+                if refusal is not None:
+                    raise ToolError(f"Nothing was written: {refusal}")
+
+        if ctx.before_change is not None:
+            await ctx.before_change(tuple(c.path for c in changes))
+        await asyncio.to_thread(commit, ctx.workspace, changes, verify)
+        return self._written(proposal, changes, finals, ctx)
+
+    @staticmethod
+    def _written(
+        proposal: Proposal, changes: list[FileChange], finals: list[str | None], ctx: ToolContext
+    ) -> ToolOutcome:
+        applied: list[AppliedEdit] = []
+        lines: list[str] = []
+        told: list[str] = []
+        for planned, change, final in zip(proposal.files, changes, finals, strict=True):
+            edit = planned.edit
+            if change.data is None:
+                ctx.reads.forget(edit.path)
+            else:
+                ctx.reads.record(edit.path, digest(change.data))  # the model knows what is there
+            if ctx.documents is not None:
+                root = os.path.realpath(ctx.workspace)
+                ctx.documents.written(os.path.join(root, *edit.path.split("/")))
+            by_user = final != edit.new_text
+            diff = file_diff(edit.path, edit.action, edit.old_text, final) if by_user else edit.diff
+            applied.append(AppliedEdit(edit.path, edit.action, diff, by_user))
+            lines.append(f"- {planned.summary}")
+            if by_user:
+                change_diff = unified_diff(
+                    edit.new_text or "",
+                    final or "",
+                    f"a/{edit.path} (your proposal)",
+                    f"b/{edit.path} (what the user wrote)",
+                )
+                told.append(change_diff)
+        text = "Done:\n" + "\n".join(lines)
+        if told:
+            text += (
+                "\n\nThe user changed your proposal before accepting it. What was written is "
+                "their version, which differs from yours as follows; the files hold it now, so "
+                "build on it and do not undo their changes:\n" + "\n".join(told)
+            )
+        return ToolOutcome(text=text, edits=tuple(applied))
+
+
+class EditFileTool(EditTool):
+    name: ClassVar[str] = "edit_file"
+    description: ClassVar[str] = (
+        "Replace exact text in a file you have read with read_file: old_text must match the "
+        "file exactly once (or every time with replace_all)."
+    )
+    args_model: ClassVar[type[ToolArgs]] = EditFileArgs
+
+    def plan(
+        self, args: Any, ctx: ToolContext, fs: WorkspaceFS, protection: Protection
+    ) -> list[PlannedFile]:
+        assert isinstance(args, EditFileArgs)
+        current = _existing(fs, args.path, ctx)
+        old = current.format.to_internal(args.old_text)
+        new = current.format.to_internal(args.new_text)
+        if not old:
+            raise ToolError(
+                "old_text is empty: copy the text to replace from the file (to add text, "
+                "include the line it goes after); use write_file to replace the whole file."
+            )
+        if old == new:
+            raise ToolError("old_text and new_text are the same: nothing would change.")
+        offsets = find_all(current.text, old)
+        if not offsets:
+            raise ToolError(not_found(current.text, old, current.path))
+        if len(offsets) > 1 and not args.replace_all:
+            raise ToolError(too_many(current.text, offsets, current.path))
+        if args.replace_all:
+            text = current.text.replace(old, new)
+        else:
+            at = offsets[0]
+            text = current.text[:at] + new + current.text[at + len(old) :]
+        numbers = line_numbers(current.text, offsets)
+        where = f"line {numbers[0]}" if len(numbers) == 1 else f"lines {listed(numbers)}"
+        summary = f"replaced {len(offsets)} occurrence(s) of old_text ({where})"
+        return [_plan(protection, current.path, "modify", current, text, summary=summary)]
+
+
+class WriteFileTool(EditTool):
+    name: ClassVar[str] = "write_file"
+    description: ClassVar[str] = (
+        "Create a file with the given content, or replace all of a file you have read with "
+        "read_file."
+    )
+    args_model: ClassVar[type[ToolArgs]] = WriteFileArgs
+
+    def plan(
+        self, args: Any, ctx: ToolContext, fs: WorkspaceFS, protection: Protection
+    ) -> list[PlannedFile]:
+        assert isinstance(args, WriteFileArgs)
+        path = "/".join(fs.resolve(args.path, must_exist=False))
+        if not _exists(fs, path):
+            return [_plan(protection, path, "create", None, args.content, summary="created")]
+        current = _existing(fs, path, ctx)
+        new = current.format.to_internal(args.content)
+        if current.text.endswith("\n") and new and not new.endswith("\n"):
+            new += "\n"  # the file keeps its final newline
+        elif current.text and not current.text.endswith("\n") and new.endswith("\n"):
+            new = new[:-1]  # and keeps ending without one
+        if new == current.text:
+            raise ToolError(f"{current.path} already holds exactly this content: nothing to do.")
+        summary = "replaced its content"
+        return [_plan(protection, current.path, "modify", current, new, summary=summary)]
+
+
+class ApplyPatchTool(EditTool):
+    name: ClassVar[str] = "apply_patch"
+    description: ClassVar[str] = (
+        "Apply a multi-file unified diff (git style) to files you have read with read_file; it "
+        "may create and delete files. Every file changes, or none does."
+    )
+    args_model: ClassVar[type[ToolArgs]] = ApplyPatchArgs
+
+    def plan(
+        self, args: Any, ctx: ToolContext, fs: WorkspaceFS, protection: Protection
+    ) -> list[PlannedFile]:
+        assert isinstance(args, ApplyPatchArgs)
+        planned: list[PlannedFile] = []
+        seen: set[str] = set()
+        for patch in parse_patch(args.patch):
+            action = patch.action
+            path = "/".join(fs.resolve(patch.path, must_exist=action != "create"))
+            if path in seen:
+                raise ToolError(f"{path} appears twice in the patch: put all its hunks together.")
+            seen.add(path)
+            if action == "create":
+                if _exists(fs, path):
+                    raise ToolError(
+                        f"The patch creates {path} (--- /dev/null), but it exists: patch it as "
+                        f"a change (--- a/{path}) after reading it."
+                    )
+                text = apply_to_text("", patch, path)
+                created = _plan(
+                    protection,
+                    path,
+                    "create",
+                    None,
+                    text,
+                    summary="created",
+                    executable=patch.executable,
+                )
+                planned.append(created)
+                continue
+            current = _existing(fs, path, ctx)
+            if action == "delete":
+                if patch.hunks and apply_to_text(current.text, patch, path) != "":
+                    raise ToolError(
+                        f"The patch deletes {path} (+++ /dev/null), but its hunks do not remove "
+                        "all of it: read it again and delete every line, or leave the hunks out."
+                    )
+                planned.append(_plan(protection, path, "delete", current, None, summary="deleted"))
+                continue
+            text = apply_to_text(current.text, patch, path)
+            if text == current.text:
+                raise ToolError(f"The patch does not change {path}.")
+            summary = f"{len(patch.hunks)} hunk(s) applied"
+            planned.append(_plan(protection, path, "modify", current, text, summary=summary))
+        return planned
+
+
+class WrittenBeforeCancel(asyncio.CancelledError):
+    """The turn was cancelled while an approved edit was being written. A write is never cut off
+    half-way: it was finished, and :attr:`outcome` says what it did."""
+
+    def __init__(self, outcome: ToolOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+async def uncut(write: Awaitable[ToolOutcome]) -> ToolOutcome:
+    """Await an edit's write; on cancel, let it finish and raise :class:`WrittenBeforeCancel`."""
+    task = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+        raise WrittenBeforeCancel(task.result()) from None
+
+
+EDIT_TOOLS: tuple[Tool, ...] = (EditFileTool(), WriteFileTool(), ApplyPatchTool())
+"""The edit tools, ready to register."""
