@@ -157,7 +157,6 @@ def _plan(
         fmt.to_disk(new_text, path)  # too large, or not encodable: refused now, not after asking
     old_text = current.text if current is not None else None
     diff = file_diff(path, action, old_text, new_text)
-    added, removed = diff_counts(diff)
     edit = FileEdit(
         path,
         action,
@@ -166,7 +165,6 @@ def _plan(
         new_text,
         protection.reason(path),
     )
-    summary = f"{action} {path} (+{added} -{removed}): {summary}"
     expected = current.digest if current is not None else None
     return PlannedFile(edit, fmt, expected, summary, executable)
 
@@ -261,7 +259,8 @@ class EditTool(Tool):
             by_user = final != edit.new_text
             diff = file_diff(edit.path, edit.action, edit.old_text, final) if by_user else edit.diff
             applied.append(AppliedEdit(edit.path, edit.action, diff, by_user))
-            lines.append(f"- {planned.summary}")
+            added, removed = diff_counts(diff)
+            lines.append(f"- {edit.action} {edit.path} (+{added} -{removed}): {planned.summary}")
             if by_user:
                 change_diff = unified_diff(
                     edit.new_text or "",
@@ -314,7 +313,8 @@ class EditFileTool(EditTool):
             text = current.text[:at] + new + current.text[at + len(old) :]
         numbers = line_numbers(current.text, offsets)
         where = f"line {numbers[0]}" if len(numbers) == 1 else f"lines {listed(numbers)}"
-        summary = f"replaced {len(offsets)} occurrence(s) of old_text ({where})"
+        count = f"{len(offsets)} occurrences" if len(offsets) > 1 else "1 occurrence"
+        summary = f"replaced {count} of old_text ({where})"
         return [_plan(protection, current.path, "modify", current, text, summary=summary)]
 
 

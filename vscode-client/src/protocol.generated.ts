@@ -17,6 +17,30 @@ export type StreamEvent =
 
 export interface GatehouseProtocol {}
 /**
+ * A file an edit call changed, as it is now on disk.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "AppliedFileEdit".
+ */
+export interface AppliedFileEdit {
+  /**
+   * Relative to the workspace.
+   */
+  path: string;
+  /**
+   * create, modify or delete.
+   */
+  action: 'create' | 'modify' | 'delete';
+  /**
+   * The full unified diff of what was written.
+   */
+  diff: string;
+  /**
+   * True when the user changed the proposal before accepting it (the diff is then of the user's version).
+   */
+  userEdited: boolean;
+}
+/**
  * `data` of -32600 when the session is still running a turn.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -88,6 +112,10 @@ export interface ChatParams {
    * Override of the server's confirmCodeExecution for this request.
    */
   confirmCodeExecution?: boolean | null;
+  /**
+   * Override of the server's confirmFileEdits for this request.
+   */
+  confirmFileEdits?: boolean | null;
   /**
    * Override of the server's bypassPermissions for this request.
    */
@@ -210,7 +238,7 @@ export interface UnwiredGateData {
   /**
    * The flag that needs a prompt.
    */
-  param: 'confirmToolCalls' | 'confirmCodeExecution';
+  param: 'confirmToolCalls' | 'confirmCodeExecution' | 'confirmFileEdits';
 }
 /**
  * `data` of -32600 when the requested model cannot be used now.
@@ -385,6 +413,30 @@ export interface OpenAIOptions {
   apiKeyEnv?: string | null;
 }
 /**
+ * One file an edit call would change, as the person reviews it.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ProposedEdit".
+ */
+export interface ProposedEdit {
+  /**
+   * Relative to the workspace (every symbolic link resolved).
+   */
+  path: string;
+  /**
+   * create, modify or delete.
+   */
+  action: 'create' | 'modify' | 'delete';
+  /**
+   * The full unified diff (git style: --- a/path, +++ b/path, @@ hunks; /dev/null for a created or deleted file), never shortened.
+   */
+  diff: string;
+  /**
+   * Present when the path is an auto-run path (.git, hooks, .vscode, ...) or part of the server's own code: what runs or reads it. Such an edit is always asked about.
+   */
+  protected?: string;
+}
+/**
  * An auto-run path a call created or changed, and what Gatehouse did about it.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -540,7 +592,11 @@ export interface ServerOptions {
    */
   confirmCodeExecution?: boolean;
   /**
-   * Ask nothing and run tool calls without the sandbox (secrets are still stripped from the environment). Wins over both confirm flags.
+   * Ask before every edit_file, write_file and apply_patch call, showing the diff (edits of auto-run paths such as .git or .vscode are asked about even when this is off).
+   */
+  confirmFileEdits?: boolean;
+  /**
+   * Ask nothing and run tool calls without the sandbox (secrets are still stripped from the environment). Wins over every confirm flag.
    */
   bypassPermissions?: boolean;
   /**
@@ -761,6 +817,10 @@ export interface ToolEndEvent {
    * Present when the call created or changed auto-run paths (.git, hooks, .vscode, ...): what was done about each (see docs/security.md).
    */
   protected?: ProtectedPath[];
+  /**
+   * Present when an edit tool changed files: each file and the diff really applied.
+   */
+  edits?: AppliedFileEdit[];
 }
 /**
  * Present when code ran: the isolation it really ran under (none under bypass).
@@ -809,10 +869,14 @@ export interface ToolConfirmParams {
     [k: string]: unknown;
   };
   /**
-   * code_execution (python/terminal under confirmCodeExecution) or all_tools (confirmToolCalls).
+   * code_execution (python/terminal under confirmCodeExecution), file_edit (edit_file/write_file/apply_patch under confirmFileEdits), protected_path (an edit of an auto-run path: always asked, even after allow_session) or all_tools (confirmToolCalls).
    */
-  reason: 'code_execution' | 'all_tools';
+  reason: 'code_execution' | 'file_edit' | 'protected_path' | 'all_tools';
   sandbox: SandboxState2;
+  /**
+   * Present for the edit tools: every file the call would change, with its full diff.
+   */
+  edits?: ProposedEdit[];
 }
 /**
  * The isolation the call would run under.
@@ -847,4 +911,24 @@ export interface ToolConfirmResult {
    * Optional echo of the request's approvalId; when present it must match.
    */
   approvalId?: string | null;
+  /**
+   * With allow or allow_session of an edit: the user's own version of some of its files (created or modified ones, each at most once), written instead of the proposal; the model is told how it differs. Any other path makes the answer malformed.
+   */
+  edits?: UserEdit[] | null;
+}
+/**
+ * The user's own version of one file of an edit (full content), written instead.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "UserEdit".
+ */
+export interface UserEdit {
+  /**
+   * As in the request's edits[].path.
+   */
+  path: string;
+  /**
+   * The whole text of the file as the user wants it.
+   */
+  content: string;
 }

@@ -71,7 +71,7 @@ test('every declared setting is read', () => {
     return fallback;
   });
   assert.deepEqual(read.sort(), Object.values(DEFAULTS).map(([key]) => key).sort());
-  assert.equal(read.length, 19);
+  assert.equal(read.length, 20);
 });
 
 test('the client-only settings never reach the server', () => {
