@@ -54,8 +54,8 @@ _EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "read_file": ("Show me the README.", {"path": "README.md"}),
     "search_files": ("Where is the function greet defined?", {"pattern": "def greet"}),
     "edit_file": (
-        "In greet.py, make it say Hello instead of Hi.",
-        {"path": "greet.py", "old_text": "print('Hi')", "new_text": "print('Hello')"},
+        "In the README, write Hello instead of Hi.",
+        {"path": "README.md", "old_text": "Hi", "new_text": "Hello"},
     ),
     "write_file": ("Create todo.txt listing 'tests'.", {"path": "todo.txt", "content": "tests\n"}),
     "apply_patch": (
