@@ -7,10 +7,13 @@
  * - when the server withdraws the request (`$/cancelRequest` fires the token) the card closes at
  *   once and there is no decision (`undefined`); a modal cannot be closed by an extension, so its
  *   late answer is ignored;
+ * - an edit shows each file's diff; "Open diff" opens VS Code's diff editor on the proposal, and
+ *   on Accept whatever the user changed there is sent back as their version (`edits`);
  * - fail closed: any UI error, or an answer that is not one of the three decisions, is a denial.
  */
-import type { Decision, ToolConfirmParams, ToolConfirmResult } from './protocol';
-import { visible } from './display';
+import type { Decision, ProposedEdit, ToolConfirmParams, ToolConfirmResult, UserEdit } from './protocol';
+import { diffCounts, diffRows, type DiffRow } from './diffs';
+import { hiddenWarning, visible } from './display';
 import { isolationText, toolText } from './toolText';
 
 export interface Disposable {
@@ -20,6 +23,21 @@ export interface Disposable {
 export interface CancellationLike {
   readonly isCancellationRequested: boolean;
   onCancellationRequested(listener: () => unknown): Disposable;
+}
+
+/** One file of an edit, as display strings. */
+export interface EditView {
+  /** The path exactly as the server names it (the key of the user's version). */
+  path: string;
+  /** The path through the display rule. */
+  shownPath: string;
+  action: ProposedEdit['action'];
+  added: number;
+  removed: number;
+  /** The whole diff, every text through the display rule, with line numbers. */
+  rows: DiffRow[];
+  /** Set for an auto-run path: what runs or reads it. */
+  protected?: string;
 }
 
 /** Everything a person needs to decide, as display strings. */
@@ -40,11 +58,15 @@ export interface ApprovalView {
   isolation: string;
   /** True when the code would run below strong isolation or with the network on. */
   weakIsolation: boolean;
+  /** Set for the edit tools: every file the call would change (`code` is then the whole diff). */
+  edits?: EditView[];
 }
 
 export interface ApprovalAnswer {
   decision: Decision;
   message?: string;
+  /** The user's own version of files of an edit (what they changed in the diff editor). */
+  edits?: UserEdit[];
 }
 
 export type ApprovalOutcome = Decision | 'withdrawn';
@@ -58,15 +80,24 @@ export interface ApprovalUi {
   closeCard(approvalId: string, outcome: ApprovalOutcome): void;
   /** A modal dialog; resolves with the decision, or undefined when it was dismissed. */
   showModal(view: ApprovalView): Promise<Decision | undefined>;
+  /** Edits: the files the user changed in the diff editor for this approval (on Accept). */
+  collectEdits?(approvalId: string): Promise<UserEdit[]>;
+  /** Edits: close the approval's diff editors and forget its proposals. */
+  releaseEdits?(approvalId: string): void;
 }
 
 const DECISIONS: readonly Decision[] = ['allow', 'allow_session', 'deny'];
 const MODAL_CODE_LIMIT = 4000;
+const EDIT_TOOLS: readonly string[] = ['edit_file', 'write_file', 'apply_patch'];
 
 export function reasonText(reason: string): string {
   switch (reason) {
     case 'code_execution':
       return 'It runs code: python and terminal calls need your approval (gatehouse.confirmCodeExecution).';
+    case 'file_edit':
+      return 'It changes files: every edit needs your approval (gatehouse.confirmFileEdits).';
+    case 'protected_path':
+      return 'It changes a file that runs code or configures your tools by itself (.git, hooks, .vscode, ...): always asked, even after "for this session".';
     case 'all_tools':
       return 'Every tool call needs your approval (gatehouse.confirmToolCalls).';
     default:
@@ -78,7 +109,8 @@ export function describeApproval(params: ToolConfirmParams, folder: string): App
   if (typeof params.approvalId !== 'string' || typeof params.name !== 'string' || typeof params.sandbox !== 'object') {
     throw new Error('malformed toolConfirm request');
   }
-  const { label, text, warning } = toolText(params.name, params.arguments);
+  const edits = Array.isArray(params.edits) && EDIT_TOOLS.includes(params.name) ? params.edits : undefined;
+  const { label, text, warning } = edits === undefined ? toolText(params.name, params.arguments) : editText(edits);
   const view: ApprovalView = {
     approvalId: params.approvalId,
     toolCallId: params.toolCallId,
@@ -92,11 +124,41 @@ export function describeApproval(params: ToolConfirmParams, folder: string): App
     weakIsolation: params.sandbox.level !== 'strong' || params.sandbox.network,
   };
   if (warning !== undefined) view.hiddenWarning = warning;
+  if (edits !== undefined) view.edits = edits.map(editView);
   return view;
+}
+
+function editText(edits: ProposedEdit[]): { label: string; text: string; warning?: string } {
+  const raw = edits.map((e) => e.diff).join('');
+  const label = edits.length === 1 ? 'Change to 1 file' : `Changes to ${edits.length} files`;
+  const warning = hiddenWarning(raw);
+  return warning === undefined ? { label, text: visible(raw) } : { label, text: visible(raw), warning };
+}
+
+function editView(edit: ProposedEdit): EditView {
+  if (typeof edit.path !== 'string' || typeof edit.diff !== 'string') throw new Error('malformed toolConfirm edits');
+  const { added, removed } = diffCounts(edit.diff);
+  const view: EditView = {
+    path: edit.path,
+    shownPath: visible(edit.path),
+    action: edit.action,
+    added,
+    removed,
+    rows: diffRows(edit.diff).map((row) => ({ ...row, text: visible(row.text) })),
+  };
+  if (typeof edit.protected === 'string') view.protected = visible(edit.protected);
+  return view;
+}
+
+/** The buttons of the modal, Deny first; an edit too long to show there can only be denied. */
+export function modalChoices(view: ApprovalView): Decision[] {
+  if (view.edits !== undefined && view.code.length > MODAL_CODE_LIMIT) return ['deny'];
+  return ['deny', 'allow', 'allow_session'];
 }
 
 /** The modal's message and detail. Very long code is cut here, and the detail says so and where to read it. */
 export function modalText(view: ApprovalView): { message: string; detail: string } {
+  if (view.edits !== undefined) return editModalText(view, view.edits);
   let code = view.code;
   if (code.length > MODAL_CODE_LIMIT) {
     const rest = code.length - MODAL_CODE_LIMIT;
@@ -117,10 +179,33 @@ export function modalText(view: ApprovalView): { message: string; detail: string
   };
 }
 
+function editModalText(view: ApprovalView, edits: EditView[]): { message: string; detail: string } {
+  const files = edits.length === 1 ? edits[0]?.shownPath ?? 'a file' : `${edits.length} files`;
+  const stat = edits.map((e) => `${e.shownPath} | +${e.added} -${e.removed} (${e.action})${e.protected === undefined ? '' : ` PROTECTED: ${e.protected}`}`);
+  const complete = view.code.length <= MODAL_CODE_LIMIT;
+  return {
+    message: `Gatehouse: allow ${view.tool} to change ${files}?`,
+    detail: [
+      ...(view.hiddenWarning === undefined ? [] : [view.hiddenWarning, '']),
+      ...stat,
+      '',
+      complete
+        ? view.code
+        : `The diff (${view.code.length} characters) is too long to show here, so it can only be denied here: ` +
+          'review it in the Gatehouse chat view (or with Open diff) and accept it there.',
+      '',
+      `Working folder: ${view.folder}`,
+      `Why you are asked: ${view.reason}`,
+    ].join('\n'),
+  };
+}
+
 export function toResult(answer: ApprovalAnswer | null | undefined): ToolConfirmResult {
   if (typeof answer !== 'object' || answer === null || !DECISIONS.includes(answer.decision)) return { decision: 'deny' };
   const message = typeof answer.message === 'string' ? answer.message.trim() : '';
-  return answer.decision === 'deny' && message !== '' ? { decision: 'deny', message } : { decision: answer.decision };
+  if (answer.decision === 'deny') return message !== '' ? { decision: 'deny', message } : { decision: 'deny' };
+  const edits = Array.isArray(answer.edits) ? answer.edits.filter((e) => typeof e?.path === 'string' && typeof e?.content === 'string') : [];
+  return edits.length > 0 ? { decision: answer.decision, edits } : { decision: answer.decision };
 }
 
 /** Asks the user; resolves with the decision, or undefined when the server withdrew the request. */
@@ -143,12 +228,14 @@ export function askApproval(
     let done = false;
     let modalShown = false;
     const disposables: Disposable[] = [];
+    let deciding = false;
     const finish = (result: ToolConfirmResult | undefined): void => {
       if (done) return;
       done = true;
       for (const d of disposables) d.dispose();
       try {
         ui.closeCard(view.approvalId, result === undefined ? 'withdrawn' : result.decision);
+        ui.releaseEdits?.(view.approvalId);
       } catch (error) {
         log(`toolConfirm: closing the card failed: ${String(error)}`);
       }
@@ -158,18 +245,32 @@ export function askApproval(
       log(`toolConfirm: the approval prompt failed (${String(error)}); denied`);
       finish({ decision: 'deny' });
     };
+    /** An accepted edit takes along what the user changed in the diff editor, as it is now. */
+    const decide = (answer: ApprovalAnswer | null | undefined): void => {
+      const result = toResult(answer);
+      if (done || deciding) return;
+      if (result.decision === 'deny' || view.edits === undefined || ui.collectEdits === undefined) {
+        finish(result);
+        return;
+      }
+      deciding = true;
+      ui.collectEdits(view.approvalId).then(
+        (edits) => finish(toResult({ ...answer, decision: result.decision, edits })),
+        failClosed,
+      );
+    };
     const askModal = (): void => {
       if (modalShown || done) return;
       modalShown = true;
       try {
-        ui.showModal(view).then((decision) => finish(toResult({ decision: decision ?? 'deny' })), failClosed);
+        ui.showModal(view).then((decision) => decide({ decision: decision ?? 'deny' }), failClosed);
       } catch (error) {
         failClosed(error);
       }
     };
     try {
       disposables.push(token.onCancellationRequested(() => finish(undefined)));
-      ui.showCard(view).then((answer) => finish(toResult(answer)), failClosed);
+      ui.showCard(view).then(decide, failClosed);
       if (!done) disposables.push(ui.onDidChangeVisibility((visible) => visible || askModal()));
       if (!ui.isVisible()) askModal();
     } catch (error) {

@@ -6,9 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
-import { modalText } from './approvals';
+import { modalChoices, modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
-import type { Decision } from './protocol';
+import type { ProposalEditors } from './proposals';
+import type { Decision, UserEdit } from './protocol';
 
 export const VIEW_ID = 'gatehouse.chat';
 
@@ -36,7 +37,8 @@ type FromView =
   | { type: 'send'; prompt: string }
   | { type: 'stop' }
   | { type: 'newSession' }
-  | { type: 'approve'; approvalId: string; decision: Decision; message?: string };
+  | { type: 'approve'; approvalId: string; decision: Decision; message?: string }
+  | { type: 'openDiff'; approvalId: string; path: string };
 
 export interface ChatActions {
   send(prompt: string): void;
@@ -61,7 +63,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   private readonly visibility = new vscode.EventEmitter<boolean>();
   private actions: ChatActions | undefined;
 
-  constructor(private readonly extensionUri: vscode.Uri) {}
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly proposals?: ProposalEditors,
+    private readonly log: (message: string) => void = () => undefined,
+  ) {}
 
   setActions(actions: ChatActions): void {
     this.actions = actions;
@@ -108,8 +114,18 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
 
   async showModal(view: ApprovalView): Promise<Decision | undefined> {
     const { message, detail } = modalText(view);
-    const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...MODAL_BUTTONS.map(([label]) => label));
-    return MODAL_BUTTONS.find(([label]) => label === choice)?.[1];
+    const allowed = modalChoices(view);
+    const buttons = MODAL_BUTTONS.filter(([, decision]) => allowed.includes(decision));
+    const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons.map(([label]) => label));
+    return buttons.find(([label]) => label === choice)?.[1];
+  }
+
+  collectEdits(approvalId: string): Promise<UserEdit[]> {
+    return this.proposals?.collect(approvalId) ?? Promise.resolve([]);
+  }
+
+  releaseEdits(approvalId: string): void {
+    this.proposals?.release(approvalId).catch((error: unknown) => this.log(`closing the diff editors failed: ${String(error)}`));
   }
 
   // --- ChatUi -------------------------------------------------------------------------------------
@@ -205,6 +221,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
         break;
       case 'newSession':
         this.actions?.newSession();
+        break;
+      case 'openDiff':
+        if (this.pending.has(message.approvalId) && typeof message.path === 'string') {
+          this.proposals?.open(message.approvalId, message.path).catch((error: unknown) => {
+            void vscode.window.showErrorMessage(`Gatehouse: cannot open the diff of ${message.path}: ${error instanceof Error ? error.message : String(error)}`);
+          });
+        }
         break;
       case 'approve': {
         const resolve = this.pending.get(message.approvalId);
