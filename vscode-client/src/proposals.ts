@@ -16,23 +16,27 @@ export const PROPOSAL_SCHEME = 'gatehouse-proposal';
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Files in memory, by URI path. */
+/** A file's key: its approval (the URI's query) and its path. */
+const key = (uri: vscode.Uri): string => `${uri.query}:${uri.path}`;
+
+/** Files in memory, by approval and path. */
 export class MemoryFs implements vscode.FileSystemProvider {
   private readonly files = new Map<string, { data: Uint8Array; mtime: number }>();
   private readonly changes = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changes.event;
 
   set(uri: vscode.Uri, text: string): void {
-    this.files.set(uri.path, { data: encoder.encode(text), mtime: Date.now() });
+    this.files.set(key(uri), { data: encoder.encode(text), mtime: Date.now() });
   }
 
   text(uri: vscode.Uri): string | undefined {
-    const file = this.files.get(uri.path);
+    const file = this.files.get(key(uri));
     return file === undefined ? undefined : decoder.decode(file.data);
   }
 
-  forget(prefix: string): void {
-    for (const key of [...this.files.keys()]) if (key.startsWith(prefix)) this.files.delete(key);
+  /** Forget every file of one approval. */
+  forget(approvalId: string): void {
+    for (const name of [...this.files.keys()]) if (name.startsWith(`${approvalId}:`)) this.files.delete(name);
   }
 
   watch(): vscode.Disposable {
@@ -40,9 +44,9 @@ export class MemoryFs implements vscode.FileSystemProvider {
   }
 
   stat(uri: vscode.Uri): vscode.FileStat {
-    const file = this.files.get(uri.path);
+    const file = this.files.get(key(uri));
     if (file !== undefined) return { type: vscode.FileType.File, ctime: file.mtime, mtime: file.mtime, size: file.data.length };
-    if ([...this.files.keys()].some((key) => key.startsWith(`${uri.path.replace(/\/$/, '')}/`))) {
+    if ([...this.files.keys()].some((name) => name.startsWith(`${key(uri).replace(/\/$/, '')}/`))) {
       return { type: vscode.FileType.Directory, ctime: 0, mtime: 0, size: 0 };
     }
     throw vscode.FileSystemError.FileNotFound(uri);
@@ -55,18 +59,18 @@ export class MemoryFs implements vscode.FileSystemProvider {
   createDirectory(): void {}
 
   readFile(uri: vscode.Uri): Uint8Array {
-    const file = this.files.get(uri.path);
+    const file = this.files.get(key(uri));
     if (file === undefined) throw vscode.FileSystemError.FileNotFound(uri);
     return file.data;
   }
 
   writeFile(uri: vscode.Uri, content: Uint8Array): void {
-    this.files.set(uri.path, { data: content, mtime: Date.now() });
+    this.files.set(key(uri), { data: content, mtime: Date.now() });
     this.changes.fire([{ type: vscode.FileChangeType.Changed, uri }]);
   }
 
   delete(uri: vscode.Uri): void {
-    this.files.delete(uri.path);
+    this.files.delete(key(uri));
   }
 
   rename(): void {
@@ -112,10 +116,11 @@ export class ProposalEditors implements vscode.Disposable {
       const current = edit.action === 'create' ? '' : lf((await vscode.workspace.openTextDocument(vscode.Uri.file(path.join(this.folder(), file)))).getText());
       const proposal = edit.action === 'delete' ? '' : applyDiff(current, edit.diff);
       const editable = edit.action !== 'delete';
-      const left = vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: `/${approvalId}/current/${file}` });
+      // The approval is the query: the editors' breadcrumbs show the file's own path.
+      const left = vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: `/${file}`, query: `${approvalId}-current` });
       const right = editable
-        ? vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: `/${approvalId}/${file}` })
-        : vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: `/${approvalId}/deleted/${file}` });
+        ? vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: `/${file}`, query: approvalId })
+        : vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: `/${file}`, query: `${approvalId}-deleted` });
       this.originals.set(left, current);
       (editable ? this.proposals : this.originals).set(right, proposal);
       opened = { path: file, left, right, proposal, editable };
@@ -153,8 +158,9 @@ export class ProposalEditors implements vscode.Disposable {
       .flatMap((group) => group.tabs)
       .filter((tab) => tab.input instanceof vscode.TabInputTextDiff && rights.has(tab.input.modified.toString()));
     if (tabs.length > 0) await vscode.window.tabGroups.close(tabs, true);
-    this.originals.forget(`/${approvalId}/`);
-    this.proposals.forget(`/${approvalId}/`);
+    this.originals.forget(`${approvalId}-current`);
+    this.originals.forget(`${approvalId}-deleted`);
+    this.proposals.forget(approvalId);
   }
 
   dispose(): void {
