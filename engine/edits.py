@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -87,9 +88,10 @@ class ReadLedger:
 class EditorDocuments(Protocol):
     """The editor's view of the workspace's files (the server tracks open documents)."""
 
-    def has_unsaved_changes(self, path: str, disk_text: str) -> bool:
+    def has_unsaved_changes(self, path: str, disk_text: Callable[[], str]) -> bool:
         """Whether an editor has the file at ``path`` (absolute, every link resolved) open with
-        text that differs from ``disk_text`` (the file's content on disk, decoded)."""
+        text that differs from ``disk_text()`` (the file's content on disk, decoded; only
+        called when the file is open)."""
         ...
 
     def written(self, path: str) -> None:

@@ -77,19 +77,21 @@ class OpenDocuments:
     def _documents_of(self, path: str) -> list[str]:
         with self._lock:
             named = list(self._paths.items())
+        if not named:
+            return []
         found = []
         for key, named_path in named:
             if named_path == path or os.path.realpath(named_path) == path:
                 found.append(key)
         return found
 
-    def has_unsaved_changes(self, path: str, disk_text: str) -> bool:
+    def has_unsaved_changes(self, path: str, disk_text: Callable[[], str]) -> bool:
         for key in self._documents_of(path):
             with self._lock:
                 if key in self._behind:
                     continue
             text = self._text_of(key)
-            if text is not None and not _same(text, disk_text):
+            if text is not None and not _same(text, disk_text()):
                 logger.info("%s has unsaved changes in the editor", path)
                 return True
         return False

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -100,10 +100,12 @@ class Proposal:
         return any(f.edit.protected is not None for f in self.files)
 
 
-def _unsaved(ctx: ToolContext, fs: WorkspaceFS, path: str, disk_text: str) -> ToolError | None:
+def _unsaved(
+    ctx: ToolContext, root: str, path: str, disk_text: Callable[[], str]
+) -> ToolError | None:
     if ctx.documents is None:
         return None
-    if not ctx.documents.has_unsaved_changes(str(fs.root.joinpath(*path.split("/"))), disk_text):
+    if not ctx.documents.has_unsaved_changes(os.path.join(root, *path.split("/")), disk_text):
         return None
     return ToolError(
         f"{path} is open in the editor with unsaved changes: it was not changed, so that it does "
@@ -128,7 +130,7 @@ def _existing(fs: WorkspaceFS, path: str, ctx: ToolContext) -> FileText:
     not open with unsaved changes."""
     current = read_text(fs, path)
     _check_read(ctx, current.path, current.digest)
-    refusal = _unsaved(ctx, fs, current.path, current.disk_text)
+    refusal = _unsaved(ctx, str(fs.root), current.path, lambda: current.disk_text)
     if refusal is not None:
         raise refusal
     return current
@@ -225,37 +227,49 @@ class EditTool(Tool):
             )
 
         def verify(change: FileChange, current: bytes) -> None:
-            _check_read(ctx, change.path, digest(current))
-            planned = next(p for p in proposal.files if p.edit.path == change.path)
-            if ctx.documents is not None:
-                with WorkspaceFS(ctx.workspace) as fs:
-                    disk = current.decode(planned.format.encoding, errors="replace")
-                    disk = disk.removeprefix("\ufeff")
-                    refusal = _unsaved(ctx, fs, change.path, disk)
-                if refusal is not None:
-                    raise ToolError(f"Nothing was written: {refusal}")
+            # ``current`` has the digest the proposal was made from (commit checked it): the
+            # ledger must still say the model read that, and the editor must show it.
+            assert change.expected is not None
+            _check_read(ctx, change.path, change.expected)
+            encoding = next(p.format.encoding for p in proposal.files if p.edit.path == change.path)
+
+            def disk_text() -> str:
+                return current.decode(encoding, errors="replace").removeprefix("\ufeff")
+
+            refusal = _unsaved(ctx, os.path.realpath(ctx.workspace), change.path, disk_text)
+            if refusal is not None:
+                raise ToolError(f"Nothing was written: {refusal}")
+
+        def write() -> list[str | None]:
+            commit(ctx.workspace, changes, verify)
+            if ctx.documents is not None:  # the editor shows the old text until it reloads
+                root = os.path.realpath(ctx.workspace)
+                for change in changes:
+                    ctx.documents.written(os.path.join(root, *change.path.split("/")))
+            return [None if c.data is None else digest(c.data) for c in changes]
 
         if ctx.before_change is not None:
             await ctx.before_change(tuple(c.path for c in changes))
-        await asyncio.to_thread(commit, ctx.workspace, changes, verify)
-        return self._written(proposal, changes, finals, ctx)
+        digests = await asyncio.to_thread(write)
+        return self._written(proposal, changes, finals, digests, ctx)
 
     @staticmethod
     def _written(
-        proposal: Proposal, changes: list[FileChange], finals: list[str | None], ctx: ToolContext
+        proposal: Proposal,
+        changes: list[FileChange],
+        finals: list[str | None],
+        digests: list[str | None],
+        ctx: ToolContext,
     ) -> ToolOutcome:
         applied: list[AppliedEdit] = []
         lines: list[str] = []
         told: list[str] = []
-        for planned, change, final in zip(proposal.files, changes, finals, strict=True):
+        for planned, final, written in zip(proposal.files, finals, digests, strict=True):
             edit = planned.edit
-            if change.data is None:
+            if written is None:
                 ctx.reads.forget(edit.path)
             else:
-                ctx.reads.record(edit.path, digest(change.data))  # the model knows what is there
-            if ctx.documents is not None:
-                root = os.path.realpath(ctx.workspace)
-                ctx.documents.written(os.path.join(root, *edit.path.split("/")))
+                ctx.reads.record(edit.path, written)  # the model knows what is there now
             by_user = final != edit.new_text
             diff = file_diff(edit.path, edit.action, edit.old_text, final) if by_user else edit.diff
             applied.append(AppliedEdit(edit.path, edit.action, diff, by_user))

@@ -119,10 +119,9 @@ def decode(data: bytes, shown: str) -> tuple[str, TextFormat]:
             "tools only change UTF-8 files (or UTF-16/32 files with a byte order mark), so that "
             "nothing else in the file changes."
         ) from None
-    crlf = text.count("\r\n")
-    lf = text.count("\n")
+    crlf = text.count("\r\n") if "\r" in text else 0
     newlines: Newlines = "lf"
-    if crlf and crlf == lf:
+    if crlf and crlf == text.count("\n"):
         newlines = "crlf"
         text = text.replace("\r\n", "\n")
     elif crlf:

@@ -13,7 +13,10 @@
    and the folders created are removed, so the workspace is as it was; then the backups go.
 
 A rename is atomic: an editor, a build or another session sees the old file or the new one,
-never half of it.
+never half of it. Each new content is ``fsync``-ed before its rename, so that after a crash a
+file is its old or its new content, never empty or torn; the folders are not ``fsync``-ed after
+the renames (a crash right after an edit may bring the old version back, whole), which would
+cost a second journal commit per edit.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,8 +60,27 @@ class FileChange:
 
 
 Verify = Callable[[FileChange, bytes], None]
-"""The caller's last check of a file's current content before anything is written; raises
-:class:`ToolError` to write nothing."""
+"""The caller's last check of a file's current content (whose digest is ``change.expected``: that
+was checked first) before anything is written; raises :class:`ToolError` to write nothing."""
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _fsync_all(fds: Iterable[int]) -> None:
+    """``fsync`` every descriptor, concurrently: a file system commits its journal once for
+    the ``fsync`` calls that wait together (20 files: ~5 ms instead of ~60 ms here)."""
+    global _pool  # noqa: PLW0603 - one pool for the process, made on first use
+    todo = list(fds)
+    if len(todo) <= 1:
+        for fd in todo:
+            os.fsync(fd)
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="gatehouse-fsync")
+    for _ in _pool.map(os.fsync, todo):
+        pass
 
 
 @dataclass
@@ -67,6 +91,8 @@ class _Staged:
     created: tuple[str, ...] = ()
     temp: str | None = None
     backup: str | None = None
+    temp_fd: int = -1
+    """The temporary file, written, not yet ``fsync``-ed (open until it is)."""
     original: bytes | None = None
     mode: int = 0
     done: bool = field(default=False)
@@ -113,14 +139,16 @@ def _stage(fs: WorkspaceFS, change: FileChange, verify: Verify | None) -> _Stage
             if verify is not None:
                 verify(change, item.original)
         if change.data is not None:
-            item.temp = _write_temp(folder.fd, change, item.mode)
+            item.temp, item.temp_fd = _write_temp(folder.fd, change, item.mode)
     except BaseException:
         _discard(fs, item)
         raise
     return item
 
 
-def _write_temp(folder: int, change: FileChange, mode: int) -> str:
+def _write_temp(folder: int, change: FileChange, mode: int) -> tuple[str, int]:
+    """A temporary file in ``folder`` holding ``change.data`` with permission bits ``mode``; its
+    name and its open descriptor (the caller ``fsync``-s and closes it)."""
     name = _temp_name("tmp")
     creating = change.action == "create"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -135,14 +163,12 @@ def _write_temp(folder: int, change: FileChange, mode: int) -> str:
             if change.executable:
                 mode |= (mode & 0o444) >> 2
         os.fchmod(fd, mode)
-        os.fsync(fd)
     except OSError as exc:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=folder)
         raise _fail(change.path, f"could not be written ({exc.strerror or exc}).") from None
-    os.close(fd)
-    return name
+    return name, fd
 
 
 def _commit_one(item: _Staged) -> None:
@@ -188,13 +214,25 @@ def _undo(item: _Staged) -> None:
         item.backup = None
     else:  # no hard links here: write the original back the same way
         restore = FileChange(item.change.path, "modify", item.original)
-        temp = _write_temp(d, restore, item.mode)
+        temp, fd = _write_temp(d, restore, item.mode)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.rename(temp, name, src_dir_fd=d, dst_dir_fd=d)
     item.done = False
 
 
+def _close_temp(item: _Staged) -> None:
+    if item.temp_fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(item.temp_fd)
+        item.temp_fd = -1
+
+
 def _discard(fs: WorkspaceFS, item: _Staged) -> None:
     """Remove what staging left (temporary file, backup, created folders); close the folder."""
+    _close_temp(item)
     for leftover in (item.temp, item.backup):
         if leftover is not None:
             with contextlib.suppress(OSError):
@@ -215,6 +253,9 @@ def commit(workspace: Path, changes: Sequence[FileChange], verify: Verify | None
         try:
             for change in changes:
                 staged.append(_stage(fs, change, verify))
+            _fsync_all(item.temp_fd for item in staged if item.temp_fd >= 0)
+            for item in staged:
+                _close_temp(item)
             for item in staged:
                 _commit_one(item)
         except BaseException as exc:
@@ -230,9 +271,6 @@ def commit(workspace: Path, changes: Sequence[FileChange], verify: Verify | None
                     f"{len(changes)} file(s); every file is as it was."
                 ) from None
             raise
-        for item in staged:
-            with contextlib.suppress(OSError):
-                os.fsync(item.folder.fd)
         for item in reversed(staged):
             item.created = ()  # they hold the new files now
             _discard(fs, item)

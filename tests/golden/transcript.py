@@ -2,7 +2,8 @@
 
 A transcript is a list of steps: ``{"send": message}`` (or ``{"sendRaw": text}`` for bytes that are
 not a JSON-RPC message), ``{"expect": message}`` and ``{"writeFile": {"path", "content"}}`` (a
-workspace file changed behind the server's back); ``files`` holds what the workspace holds first. Values the server makes up are placeholders:
+workspace file changed behind the server's back); ``files`` holds what the workspace holds first.
+Values the server makes up are placeholders:
 ``<session:N>``, ``<call:N>``, ``<approval:N>``, ``<request:N>`` (a server request's id; bound at
 first sight, equal ever after, also inside
 other strings such as turn and request ids), ``<workspace>``, ``<level>``, and ``<any>`` for text

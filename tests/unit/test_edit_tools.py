@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,9 @@ class FakeEditor:
         self.open: dict[str, str] = {}
         self.written_paths: list[str] = []
 
-    def has_unsaved_changes(self, path: str, disk_text: str) -> bool:
+    def has_unsaved_changes(self, path: str, disk_text: Callable[[], str]) -> bool:
         text = self.open.get(path)
-        return text is not None and text != disk_text
+        return text is not None and text != disk_text()
 
     def written(self, path: str) -> None:
         self.written_paths.append(path)

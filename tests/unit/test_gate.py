@@ -54,10 +54,7 @@ FLAGS = list(itertools.product((False, True), repeat=4))
 
 TRUTH_TABLE = [
     pytest.param(
-        ctc,
-        cce,
-        cfe,
-        bypass,
+        (ctc, cce, cfe, bypass),
         name,
         seed_needs_confirm(ctc, cce, cfe, bypass, name),
         id=f"toolCalls={ctc}-codeExec={cce}-fileEdits={cfe}-bypass={bypass}-{name}",
@@ -70,10 +67,11 @@ def test_truth_table_has_every_case() -> None:
     assert len(TRUTH_TABLE) == 16 * 8 == 128
 
 
-@pytest.mark.parametrize(("ctc", "cce", "cfe", "bypass", "name", "expected"), TRUTH_TABLE)
+@pytest.mark.parametrize(("flags", "name", "expected"), TRUTH_TABLE)
 def test_user_is_asked_exactly_when_the_seed_rule_says_so(
-    ctc: bool, cce: bool, cfe: bool, bypass: bool, name: str, expected: bool
+    flags: tuple[bool, bool, bool, bool], name: str, expected: bool
 ) -> None:
+    ctc, cce, cfe, bypass = flags
     policy = GatePolicy(
         confirm_tool_calls=ctc,
         confirm_code_execution=cce,
