@@ -20,25 +20,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from engine.edits import AppliedEdit, EditAction, FileEdit, digest
+from engine.edits import AppliedEdit, digest
 from engine.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolKind, ToolOutcome
 from engine.tools.diffs import diff_counts, file_diff, unified_diff
-from engine.tools.filetext import FileText, TextFormat, read_text
 from engine.tools.filewrites import FileChange, commit
 from engine.tools.matching import find_all, line_numbers, listed, not_found, too_many
 from engine.tools.patch import apply_to_text, parse_patch
+from engine.tools.proposal import (
+    PlannedFile,
+    Proposal,
+    check_read,
+    existing,
+    exists,
+    plan_file,
+    unsaved,
+)
 from engine.tools.protected import Protection
 from engine.workspace_fs import WorkspaceFS
-
-NEW_FILE = TextFormat(newlines="mixed")
-"""A new file: UTF-8, its line endings as written."""
-
 
 # --- argument models -------------------------------------------------------------------------
 
@@ -67,108 +70,6 @@ class ApplyPatchArgs(ToolArgs):
         "then '@@ -l,s +l,s @@' hunks of ' ', '-' and '+' lines. '--- /dev/null' creates a "
         "file, '+++ /dev/null' deletes one. Every file changes, or none does.",
     )
-
-
-# --- what a call would do --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlannedFile:
-    """One file of a proposal."""
-
-    edit: FileEdit
-    format: TextFormat
-    expected: str | None
-    """The digest the file has now (modify, delete): it must still have it when written."""
-    summary: str
-    executable: bool = False
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """What an edit call would write, as a person reviews it."""
-
-    files: tuple[PlannedFile, ...]
-
-    @property
-    def edits(self) -> tuple[FileEdit, ...]:
-        return tuple(f.edit for f in self.files)
-
-    @property
-    def protected(self) -> bool:
-        """Whether it changes an auto-run path (always asked about)."""
-        return any(f.edit.protected is not None for f in self.files)
-
-
-def _unsaved(
-    ctx: ToolContext, root: str, path: str, disk_text: Callable[[], str]
-) -> ToolError | None:
-    if ctx.documents is None:
-        return None
-    if not ctx.documents.has_unsaved_changes(os.path.join(root, *path.split("/")), disk_text):
-        return None
-    return ToolError(
-        f"{path} is open in the editor with unsaved changes: it was not changed, so that it does "
-        "not diverge from what the user sees. Ask the user to save or discard their changes, "
-        "then read it again."
-    )
-
-
-def _check_read(ctx: ToolContext, path: str, current: str) -> None:
-    seen = ctx.reads.get(path)
-    if seen is None:
-        raise ToolError(
-            f"You have not read {path} in this session: read it with read_file first, then "
-            "change it (an edit must start from what the file holds now)."
-        )
-    if seen != current:
-        raise ToolError(f"{path} changed since you read it: read it again, then retry.")
-
-
-def _existing(fs: WorkspaceFS, path: str, ctx: ToolContext) -> FileText:
-    """A file to change: read by descriptor, read by the model before, unchanged since, and
-    not open with unsaved changes."""
-    current = read_text(fs, path)
-    _check_read(ctx, current.path, current.digest)
-    refusal = _unsaved(ctx, str(fs.root), current.path, lambda: current.disk_text)
-    if refusal is not None:
-        raise refusal
-    return current
-
-
-def _exists(fs: WorkspaceFS, path: str) -> bool:
-    try:
-        fs.resolve(path, must_exist=True)
-    except ToolError:
-        return False
-    return True
-
-
-def _plan(
-    protection: Protection,
-    path: str,
-    action: EditAction,
-    current: FileText | None,
-    new_text: str | None,
-    *,
-    summary: str,
-    executable: bool = False,
-) -> PlannedFile:
-    fmt = current.format if current is not None else NEW_FILE
-    if new_text is not None:
-        fmt.to_disk(new_text, path)  # too large, or not encodable: refused now, not after asking
-    old_text = current.text if current is not None else None
-    diff = file_diff(path, action, old_text, new_text)
-    edit = FileEdit(
-        path,
-        action,
-        diff,
-        old_text,
-        new_text,
-        protection.reason(path),
-    )
-    expected = current.digest if current is not None else None
-    return PlannedFile(edit, fmt, expected, summary, executable)
 
 
 # --- the tools -------------------------------------------------------------------------------
@@ -230,13 +131,13 @@ class EditTool(Tool):
             # ``current`` has the digest the proposal was made from (commit checked it): the
             # ledger must still say the model read that, and the editor must show it.
             assert change.expected is not None
-            _check_read(ctx, change.path, change.expected)
+            check_read(ctx, change.path, change.expected)
             encoding = next(p.format.encoding for p in proposal.files if p.edit.path == change.path)
 
             def disk_text() -> str:
                 return current.decode(encoding, errors="replace").removeprefix("\ufeff")
 
-            refusal = _unsaved(ctx, os.path.realpath(ctx.workspace), change.path, disk_text)
+            refusal = unsaved(ctx, os.path.realpath(ctx.workspace), change.path, disk_text)
             if refusal is not None:
                 raise ToolError(f"Nothing was written: {refusal}")
 
@@ -305,7 +206,7 @@ class EditFileTool(EditTool):
         self, args: Any, ctx: ToolContext, fs: WorkspaceFS, protection: Protection
     ) -> list[PlannedFile]:
         assert isinstance(args, EditFileArgs)
-        current = _existing(fs, args.path, ctx)
+        current = existing(fs, args.path, ctx)
         old = current.format.to_internal(args.old_text)
         new = current.format.to_internal(args.new_text)
         if not old:
@@ -329,7 +230,7 @@ class EditFileTool(EditTool):
         where = f"line {numbers[0]}" if len(numbers) == 1 else f"lines {listed(numbers)}"
         count = f"{len(offsets)} occurrences" if len(offsets) > 1 else "1 occurrence"
         summary = f"replaced {count} of old_text ({where})"
-        return [_plan(protection, current.path, "modify", current, text, summary=summary)]
+        return [plan_file(protection, current.path, "modify", current, text, summary=summary)]
 
 
 class WriteFileTool(EditTool):
@@ -345,9 +246,9 @@ class WriteFileTool(EditTool):
     ) -> list[PlannedFile]:
         assert isinstance(args, WriteFileArgs)
         path = "/".join(fs.resolve(args.path, must_exist=False))
-        if not _exists(fs, path):
-            return [_plan(protection, path, "create", None, args.content, summary="created")]
-        current = _existing(fs, path, ctx)
+        if not exists(fs, path):
+            return [plan_file(protection, path, "create", None, args.content, summary="created")]
+        current = existing(fs, path, ctx)
         new = current.format.to_internal(args.content)
         if current.text.endswith("\n") and new and not new.endswith("\n"):
             new += "\n"  # the file keeps its final newline
@@ -356,7 +257,7 @@ class WriteFileTool(EditTool):
         if new == current.text:
             raise ToolError(f"{current.path} already holds exactly this content: nothing to do.")
         summary = "replaced its content"
-        return [_plan(protection, current.path, "modify", current, new, summary=summary)]
+        return [plan_file(protection, current.path, "modify", current, new, summary=summary)]
 
 
 class ApplyPatchTool(EditTool):
@@ -380,13 +281,13 @@ class ApplyPatchTool(EditTool):
                 raise ToolError(f"{path} appears twice in the patch: put all its hunks together.")
             seen.add(path)
             if action == "create":
-                if _exists(fs, path):
+                if exists(fs, path):
                     raise ToolError(
                         f"The patch creates {path} (--- /dev/null), but it exists: patch it as "
                         f"a change (--- a/{path}) after reading it."
                     )
                 text = apply_to_text("", patch, path)
-                created = _plan(
+                created = plan_file(
                     protection,
                     path,
                     "create",
@@ -397,20 +298,22 @@ class ApplyPatchTool(EditTool):
                 )
                 planned.append(created)
                 continue
-            current = _existing(fs, path, ctx)
+            current = existing(fs, path, ctx)
             if action == "delete":
                 if patch.hunks and apply_to_text(current.text, patch, path) != "":
                     raise ToolError(
                         f"The patch deletes {path} (+++ /dev/null), but its hunks do not remove "
                         "all of it: read it again and delete every line, or leave the hunks out."
                     )
-                planned.append(_plan(protection, path, "delete", current, None, summary="deleted"))
+                planned.append(
+                    plan_file(protection, path, "delete", current, None, summary="deleted")
+                )
                 continue
             text = apply_to_text(current.text, patch, path)
             if text == current.text:
                 raise ToolError(f"The patch does not change {path}.")
             summary = f"{len(patch.hunks)} hunk(s) applied"
-            planned.append(_plan(protection, path, "modify", current, text, summary=summary))
+            planned.append(plan_file(protection, path, "modify", current, text, summary=summary))
         return planned
 
 
@@ -434,6 +337,18 @@ async def uncut(write: Awaitable[ToolOutcome]) -> ToolOutcome:
                 await asyncio.shield(task)
         raise WrittenBeforeCancel(task.result()) from None
 
+
+__all__ = [
+    "EDIT_TOOLS",
+    "ApplyPatchTool",
+    "EditFileTool",
+    "EditTool",
+    "PlannedFile",
+    "Proposal",
+    "WriteFileTool",
+    "WrittenBeforeCancel",
+    "uncut",
+]
 
 EDIT_TOOLS: tuple[Tool, ...] = (EditFileTool(), WriteFileTool(), ApplyPatchTool())
 """The edit tools, ready to register."""
