@@ -25,6 +25,8 @@ const SCRIPT = {
     read, call('edit_file', { path: 'notes.txt', old_text: 'three', new_text: '3' }), 'Left it as it was.',
     // (c) the user edits the proposal in the diff editor, then accepts.
     read, call('edit_file', { path: 'notes.txt', old_text: 'one', new_text: '1' }), 'I see your version.',
+    // (d) the file has unsaved changes in an editor: refused, no prompt.
+    read, call('edit_file', { path: 'notes.txt', old_text: 'three', new_text: '3' }), 'It has unsaved changes.',
   ],
 };
 
@@ -143,6 +145,7 @@ describe('Edits in VS Code (code-server + Chromium)', () => {
           'gatehouse.server.pythonCommand': PYTHON,
           'gatehouse.backend': 'scripted',
           'gatehouse.script': script,
+          'files.autoSave': 'off',
         });
       },
     });
@@ -242,5 +245,34 @@ describe('Edits in VS Code (code-server + Chromium)', () => {
     assert.match(told, /\+four, added by me/);
     assert.match(await text('.message.assistant .content'), /I see your version\./);
     await screenshot(page, 'edits-c2-users-version-written');
+  });
+
+  scenario('d: a file with unsaved changes in an editor is not edited, and nobody is asked', async () => {
+    await startNewSession();
+    // Open notes.txt (Quick Open) and type into it without saving.
+    await page.locator('.monaco-workbench').focus().catch(() => {});
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill('notes.txt');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'notes.txt' }).first().waitFor({ timeout: 10000 });
+    await page.keyboard.press('Enter');
+    const editor = page.locator('.editor-instance .monaco-editor .view-lines').first();
+    await waitFor('notes.txt in an editor', async () => (await editor.textContent())?.replace(/\u00a0/g, ' ').includes('four, added by me'));
+    await editor.click();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.type('typed but not saved ');
+    await waitFor('the typing in the editor', async () => (await editor.textContent())?.replace(/\u00a0/g, ' ').includes('typed but not saved'));
+    await sleep(500); // the change notification reaches the server
+    assert.equal(notes(), '1\n2\nthree\nfour, added by me', 'not saved (files.autoSave is off)');
+    await send('Change three to 3');
+    await turnEnded();
+    const f = await view();
+    assert.equal(await f.locator('.approval-card').count(), 0, 'no prompt for an edit that cannot be made');
+    assert.equal(await text('.tool-card .tool-status'), 'failed');
+    assert.match(await text('.tool-card pre.tool-output'), /unsaved changes/);
+    assert.equal(notes(), '1\n2\nthree\nfour, added by me', 'the file is unchanged');
+    await screenshot(page, 'edits-d-unsaved-changes');
+    await runCommand(page, 'File: Revert File');
   });
 });
