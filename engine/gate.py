@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # the protocol imports ConfirmReason from here: keep this module light
     from engine.tools.base import Tool
 
-ConfirmReason = Literal["code_execution", "file_edit", "protected_path", "all_tools"]
-"""Why a call is asked about (the wire's ``reason``): ``protected_path`` for an edit of an
-auto-run path, asked whatever the flags and "allow for session" say."""
+ConfirmReason = Literal["code_execution", "file_edit", "all_tools", "ask_rule", "protected_path"]
+"""Why a call is asked about (the wire's ``reason``): a confirm flag covers it
+(``code_execution``, ``file_edit``, ``all_tools``), an ask rule matched it (``ask_rule``, see
+:mod:`engine.rules.policy`), or it is an edit of an auto-run path (``protected_path``), asked
+whatever the flags, the rules and "allow for session" say."""
 
 GateFlag = Literal["confirmToolCalls", "confirmCodeExecution", "confirmFileEdits"]
 

@@ -21,9 +21,11 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from engine.approvals import DENIED_TEXT, ApprovalOutcome, ApprovalRequest, Approver, refusal
+from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
+from engine.asking import DENIED_TEXT, Asking
 from engine.backends.base import Backend, Finish, Message, Notice, ToolSpec
 from engine.edits import EditorDocuments
 from engine.events import (
@@ -38,11 +40,14 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
-from engine.gate import ConfirmReason
+from engine.rules.book import RuleBook
+from engine.rules.policy import Verdict, decide
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
-from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome, canonical_arguments
 from engine.tools.edits import EditTool, Proposal, WrittenBeforeCancel, uncut
+from engine.tools.protected import always_ask
 from engine.turns import Conversation, ToolCallRecord, TurnControl, TurnRequest, TurnResult
+from sandbox.binding import content_digest
 
 if TYPE_CHECKING:  # the runner and the workspace guard load with the first command
     from sandbox.box import Box
@@ -96,6 +101,10 @@ class _Turn:
         self.succeeded: set[str] = set()
         self.offered = loop.offered_tools(request)
         self.box = loop.box.unconfined() if request.policy.bypass_permissions else loop.box
+        self.book = RuleBook(
+            request.rules, conversation.grants, request.user_rules_folder, request.rules_scope
+        )
+        self.asking = Asking(approve, emit, self.book, conversation.key)
 
     def result(self, stop_reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
@@ -215,14 +224,6 @@ class _Turn:
             before_change=self.loop.before_change,
         )
 
-    def _needs_confirm(self, tool: Tool, proposal: Proposal | None) -> bool:
-        policy = self.request.policy
-        if policy.bypass_permissions:
-            return False
-        if proposal is not None and proposal.protected:
-            return True  # an auto-run path: asked whatever the flags and allow_session say
-        return policy.needs_confirm(tool) and tool.name not in self.conversation.allowed_tools
-
     async def _handle_call(self, call: ParsedToolCall) -> tuple[ToolCallRecord, str]:
         record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
         self.records.append(record)
@@ -230,6 +231,9 @@ class _Turn:
         def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
             record.status = status
             record.exit_code = outcome.exit_code if outcome else None
+            sandbox = outcome.sandbox if outcome else None
+            protected = outcome.protected if outcome else ()
+            edits = outcome.edits if outcome else ()
             self.emit(
                 ToolEnded(
                     record.id,
@@ -237,22 +241,19 @@ class _Turn:
                     status,
                     record.exit_code,
                     text,
-                    outcome.sandbox if outcome else None,
-                    outcome.protected if outcome else (),
-                    outcome.edits if outcome else (),
+                    sandbox,
+                    protected,
+                    record.decided_by,
+                    edits,
                 )
             )
 
         def cancelled(outcome: ToolOutcome | None) -> None:
+            status: ToolStatus = "cancelled"
+            text = "The tool call was cancelled by the user."
             if outcome is not None:  # an edit finished writing before the cancel took effect
-                status: ToolStatus = "failed" if outcome.failed else "completed"
-                end(status, outcome.text, outcome)
-            else:
-                status, text = "cancelled", "The tool call was cancelled by the user."
-                end(status, text)
-            text = (
-                outcome.text if outcome is not None else "The tool call was cancelled by the user."
-            )
+                status, text = ("failed" if outcome.failed else "completed"), outcome.text
+            end(status, text, outcome)
             self.remember(Message("tool", text, record.name, record.id, status=status))
 
         tool, args, problem = self._problem(call)
@@ -270,21 +271,52 @@ class _Turn:
             except Exception as exc:
                 logger.exception("tool %s failed unexpectedly", record.name)
                 tool, problem = None, f"The tool failed unexpectedly: {exc}"
-        needs_confirm = tool is not None and self._needs_confirm(tool, proposal)
+        verdict: Verdict | None = None
+        if tool is not None:
+            arguments = canonical_arguments(args)
+            digest = content_digest(tool.name, arguments, self.box.workspace)
+            verdict = decide(
+                self.request.policy,
+                tool,
+                arguments,
+                self.book.index,
+                digest,
+                can_remember=self.book.user_folder is not None,
+            )
+            if proposal is not None and proposal.protected:
+                verdict = always_ask(verdict, self.request.policy)  # an auto-run path
+        needs_confirm = verdict is not None and verdict.outcome == "ask"
         self.emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
-        if tool is None:
+        if tool is None or verdict is None:
             text = problem or "The tool call could not be run."
             end("failed", text)
+            return record, text
+        record.decided_by = verdict.decided_by
+        if verdict.outcome == "deny":
+            assert verdict.decided_by is not None
+            self.emit(StatusNote(f"Denied: {record.name} ({verdict.decided_by.detail})"))
+            text = f"The tool call was not run: it is {verdict.decided_by.detail}."
+            end("denied", text)
             return record, text
 
         try:
             versions = None
             if needs_confirm:
-                refusal, versions = await self._ask(record, tool, proposal)
+                edits = proposal.edits if proposal is not None else ()
+                refusal, versions = await self.asking.ask(record, verdict, arguments, digest, edits)
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
+            decided = record.decided_by
+            # What the tool is handed must be what was decided (the process is checked again
+            # by the executor right before it starts).
+            now = content_digest(tool.name, canonical_arguments(args), self.box.workspace)
+            if decided is None or now != decided.content_sha256:
+                text = "The tool call was not run: it is not what was approved."
+                end("failed", text)
+                return record, text
             self.emit(StatusNote(f"Running {record.name}"))
+            ctx = replace(ctx, digest=decided.content_sha256)
             if isinstance(tool, EditTool) and proposal is not None:
                 # A cancel never cuts a write off half-way: the call reports what is on disk.
                 outcome = await uncut(self._guarded(tool.apply(proposal, ctx, versions), record))
@@ -311,37 +343,6 @@ class _Turn:
         except Exception as exc:  # a tool bug must still end its call (tool_start -> tool_end)
             logger.exception("tool %s failed unexpectedly", record.name)
             return ToolOutcome(text=f"The tool failed unexpectedly: {exc}", failed=True)
-
-    async def _ask(
-        self, record: ToolCallRecord, tool: Tool, proposal: Proposal | None
-    ) -> tuple[tuple[ToolStatus, str] | None, dict[str, str] | None]:
-        """Ask for approval: ``(None, user's versions of files)`` means run it; otherwise the
-        status and what the model is told."""
-        emit = self.emit
-        emit(StatusNote(f"Waiting for approval: {record.name}"))
-        if proposal is not None and proposal.protected:
-            reason: ConfirmReason = "protected_path"
-        else:
-            reason = self.request.policy.reason(tool)
-        edits = proposal.edits if proposal is not None else ()
-        try:
-            outcome = await self.approve(
-                ApprovalRequest(record.id, record.name, record.arguments, reason, edits)
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # fail closed: any doubt about an approval means no run
-            logger.exception("approval callback failed")
-            outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
-        if outcome.decision == "allow_session":
-            self.conversation.allowed_tools.add(record.name)
-        refused = refusal(outcome, record.name)
-        if refused is None:
-            return None, outcome.edits
-        status, text, note = refused
-        if note is not None:
-            emit(StatusNote(note))
-        return (status, text), None
 
 
 class AgentLoop:

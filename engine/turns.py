@@ -5,13 +5,19 @@ loading the agent loop itself (:mod:`engine.loop`) until the first turn runs."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.backends.base import GenerationOptions, Message
 from engine.edits import ReadLedger
 from engine.events import StopReason, ToolStatus
 from engine.gate import GatePolicy
+
+if TYPE_CHECKING:  # rules load with the first turn
+    from engine.rules.decision import DecidedBy
+    from engine.rules.model import Rule
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,13 @@ class TurnRequest:
     models answer best from one round of results). None: no limit."""
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tool_timeout_seconds: float = 120.0
+    rules: tuple[Rule, ...] = ()
+    """The built-in, user and workspace rules in force (:mod:`engine.rules.store`); the
+    session's grants are the conversation's."""
+    user_rules_folder: Path | None = None
+    """Where "Always allow" writes a user rule (None: it is not offered)."""
+    rules_scope: str | None = None
+    """The workspace a remembered rule applies in."""
 
 
 @dataclass
@@ -35,6 +48,9 @@ class ToolCallRecord:
     arguments: dict[str, Any]
     status: ToolStatus
     exit_code: int | None = None
+    decided_by: DecidedBy | None = None
+    """Who decided whether it ran: which rule (id, source), which person's answer, or which
+    setting, with the SHA-256 of what was decided. None: it never reached the gate (invalid)."""
 
 
 @dataclass
@@ -49,10 +65,18 @@ class Conversation:
     """What one session remembers between requests."""
 
     messages: list[Message] = field(default_factory=list)
-    allowed_tools: set[str] = field(default_factory=set)
-    """Tools approved with ``allow_session``: further calls of these run without asking."""
+    grants: list[Rule] = field(default_factory=list)
+    """Rules granted with "Allow ... in this session" (source ``session``): later calls they
+    allow run without asking."""
+    key: str = field(default_factory=lambda: secrets.token_hex(8))
+    """Tells this conversation's grants from another's (part of a session rule's id)."""
     reads: ReadLedger = field(default_factory=ReadLedger)
     """The files the model read (``read_file``), for the edit tools' read-before-edit rule."""
+
+    @property
+    def allowed_tools(self) -> set[str]:
+        """The tools with at least one session grant."""
+        return {rule.tool for rule in self.grants}
 
 
 class TurnControl:

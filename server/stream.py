@@ -40,6 +40,7 @@ from server.protocol import (
     ToolStartEvent,
     WireModel,
 )
+from server.rules import decided_by_view
 
 Notify = Callable[[dict[str, Any]], None]
 
@@ -83,6 +84,7 @@ def event_to_wire(event: AgentEvent, session_id: str, turn_id: str) -> WireModel
                 for c in event.protected
             ]
             or None,
+            decided_by=None if event.decided_by is None else decided_by_view(event.decided_by),
             edits=[
                 AppliedFileEdit(
                     path=e.path, action=e.action, diff=e.diff, user_edited=e.user_edited

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from engine.edits import AppliedEdit, EditorDocuments, ReadLedger
 
 if TYPE_CHECKING:  # the runner and the workspace guard load on the first command
+    from sandbox.binding import Binding
     from sandbox.box import Box
 from sandbox.info import ProtectedChange, SandboxInfo
 
@@ -29,6 +30,13 @@ class ToolArgs(BaseModel):
     """Base of every tool's argument model: unknown arguments are an error the model sees."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+def canonical_arguments(args: ToolArgs) -> dict[str, Any]:
+    """The arguments as they will be used, in the form approvals are bound to: the fields the
+    call gave (defaults left out), as JSON values. Equal to the raw arguments for every valid
+    call that nothing had to coerce."""
+    return args.model_dump(mode="json", exclude_unset=True)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,18 @@ class ToolContext:
     before_change: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
     """Awaited with the relative paths right before an approved edit is written (a hook for
     checkpoints; see :func:`engine.tools.edits.EditTool.apply`)."""
+    digest: str | None = None
+    """The SHA-256 the decision to run this call recorded (:mod:`sandbox.binding`): a tool that
+    starts a process hands it to the box with the arguments it really runs (:meth:`Tool.binding`),
+    and the executor refuses a mismatch. None: no gate decided (direct use in tests)."""
+
+    def binding(self, tool: Tool, args: ToolArgs) -> Binding | None:
+        """What the executor checks before it starts the process for ``args``."""
+        if self.digest is None:
+            return None
+        from sandbox.binding import Binding  # noqa: PLC0415
+
+        return Binding(tool.name, canonical_arguments(args), self.digest)
 
     @property
     def code_box(self) -> Box:

@@ -3,10 +3,11 @@
 The edit tools write from the server process, not from the sandbox, so the guard that undoes a
 command's changes to auto-run paths (:mod:`sandbox.guard`) does not stand between an approved edit
 and ``.git/hooks/pre-commit``. Such an edit is therefore always asked about, with the diff, even
-after "allow for session" and with ``confirmFileEdits`` off (only ``bypassPermissions`` skips
-it): what :mod:`sandbox.autorun` finds in the workspace (every ``.git``, ``.vscode``, hooks
-folders, what a repository's config names, ...) and what the server runs or imports when it lies
-in the workspace (:mod:`sandbox.runtime`).
+after "allow for session" and with ``confirmFileEdits`` off (only a deny rule or
+``bypassPermissions`` decide it without asking; see :func:`always_ask`): what
+:mod:`sandbox.autorun` finds in the workspace (every ``.git``, ``.vscode``, hooks folders, what a
+repository's config names, ...) and what the server runs or imports when it lies in the workspace
+(:mod:`sandbox.runtime`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.gate import GatePolicy
+from engine.rules.decision import choices_for
+from engine.rules.policy import Verdict
 from sandbox.autorun import AUTORUN_NAMES, AutorunScanner
 from sandbox.runtime import inside_workspace
 
@@ -71,3 +75,17 @@ class Protection:
             if _covers(runtime_path, real):
                 return f"{runtime_path}: part of what the Gatehouse server itself runs or imports"
         return None
+
+
+def always_ask(verdict: Verdict, gate: GatePolicy) -> Verdict:
+    """The verdict on an edit of a protected path: a person is asked (``protected_path``,
+    Deny or Allow once, no grant), whatever the flags, the allow rules and the session's grants
+    said; only a deny rule (refused) or ``bypassPermissions`` (runs) decide without asking."""
+    if verdict.outcome == "deny" or gate.bypass_permissions:
+        return verdict
+    return Verdict(
+        "ask",
+        reason="protected_path",
+        choices=choices_for(None, offer_rules=False),
+        unclear=verdict.unclear,
+    )

@@ -1,4 +1,5 @@
-"""``toolConfirm``: the server asks the editor whether a tool call may run."""
+"""``toolConfirm``: the server asks the editor whether a tool call may run, and offers the choices
+it would record."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from engine.edits import EditAction
 from engine.gate import ConfirmReason
 from sandbox.info import IsolationLevel
 from server.protocol.base import ClientAnswer, WireModel, optional
+from server.protocol.rules import ChoiceView
 
 
 class SandboxState(WireModel):
@@ -56,11 +58,24 @@ class ToolConfirmParams(WireModel):
     arguments: dict[str, Any] = Field(description="Exactly what will run, in full.")
     reason: ConfirmReason = Field(
         description="code_execution (python/terminal under confirmCodeExecution), file_edit "
-        "(edit_file/write_file/apply_patch under confirmFileEdits), protected_path (an edit of "
-        "an auto-run path: always asked, even after allow_session) or all_tools "
-        "(confirmToolCalls)."
+        "(edit_file/write_file/apply_patch under confirmFileEdits), all_tools "
+        "(confirmToolCalls), ask_rule (an ask rule matched) or protected_path (an edit of an "
+        "auto-run path: always asked, even after allow_session or with an allow rule)."
     )
     sandbox: SandboxState = Field(description="The isolation the call would run under.")
+    content_sha256: str = Field(
+        description="SHA-256 of (tool, canonical arguments, working folder): what an allow "
+        "approves. The executor refuses anything else; a result may echo it."
+    )
+    choices: list[ChoiceView] = Field(
+        description="The answers to offer, Deny first, labels saying their scope. A client that "
+        "ignores them answers with decision alone (allow_session then grants the allow_session "
+        "choice's rule, or allows once when there is none)."
+    )
+    unclear: list[str] | None = optional(
+        "terminal: why rules could not allow this command (e.g. 'runs a command "
+        "substitution'), for the person."
+    )
     edits: list[ProposedEdit] | None = optional(
         "Present for the edit tools: every file the call would change, with its full diff."
     )
@@ -75,8 +90,16 @@ class ToolConfirmResult(ClientAnswer):
     approval_id: str | None = optional(
         "Optional echo of the request's approvalId; when present it must match."
     )
+    choice: str | None = optional(
+        "The id of the chosen choice; its kind must agree with decision (deny: deny; "
+        "allow_once and allow_always: allow; allow_session: allow_session), or the call does "
+        "not run."
+    )
+    content_sha256: str | None = optional(
+        "Optional echo of the request's contentSha256; when present it must match."
+    )
     edits: list[UserEdit] | None = optional(
-        "With allow or allow_session of an edit: the user's own version of some of its files "
-        "(created or modified ones, each at most once), written instead of the proposal; the "
-        "model is told how it differs. Any other path makes the answer malformed."
+        "With an allow of an edit: the user's own version of some of its files (created or "
+        "modified ones, each at most once), written instead of the proposal; the model is told "
+        "how it differs. Any other path makes the answer malformed."
     )

@@ -176,12 +176,12 @@ async def test_the_fallback_prompt_shows_the_diff_and_denies_what_it_cannot_show
     async def pick(params: dict[str, Any]) -> Any:
         seen.append(params)
         titles = [a.title for a in params["actions"]]
-        return lsp.MessageActionItem(title="Allow" if "Allow" in titles else "Deny")
+        return lsp.MessageActionItem(title="Allow once" if "Allow once" in titles else "Deny")
 
     peer = await start(start_server, turns, capabilities=MESSAGE_REQUEST_CAPS, answer=pick)
     result = await peer.chat()
     short, long = seen
-    assert [a.title for a in short["actions"]] == ["Deny", "Allow", "Allow for session"]
+    assert [a.title for a in short["actions"]][:2] == ["Deny", "Allow once"]  # Deny first
     assert "notes.txt | +1 -1 (modify)" in short["message"]
     assert "-two\n+2" in short["message"]
     assert [a.title for a in long["actions"]] == ["Deny"]  # too long to review there

@@ -7,11 +7,14 @@
  * - when the server withdraws the request (`$/cancelRequest` fires the token) the card closes at
  *   once and there is no decision (`undefined`); a modal cannot be closed by an extension, so its
  *   late answer is ignored;
+ * - the card and the modal offer the request's choices, Deny first, with labels that say their
+ *   scope ("Allow `npm test *` in this session"); the answer names the choice, the decision that
+ *   goes with it, and echoes the content's SHA-256;
  * - an edit shows each file's diff; "Open diff" opens VS Code's diff editor on the proposal, and
- *   on Accept whatever the user changed there is sent back as their version (`edits`);
- * - fail closed: any UI error, or an answer that is not one of the three decisions, is a denial.
+ *   on an allow whatever the user changed there is sent back as their version (`edits`);
+ * - fail closed: any UI error, or an answer that is not one of the offered choices, is a denial.
  */
-import type { Decision, ProposedEdit, ToolConfirmParams, ToolConfirmResult, UserEdit } from './protocol';
+import type { ChoiceView, Decision, ProposedEdit, ToolConfirmParams, ToolConfirmResult, UserEdit } from './protocol';
 import { diffCounts, diffRows, type DiffRow } from './diffs';
 import { hiddenWarning, visible } from './display';
 import { isolationText, toolText } from './toolText';
@@ -58,48 +61,88 @@ export interface ApprovalView {
   isolation: string;
   /** True when the code would run below strong isolation or with the network on. */
   weakIsolation: boolean;
+  /** The answers offered, Deny first; labels through the display rule. */
+  choices: ChoiceButton[];
+  /** Why rules could not allow this command, when they could not. */
+  unclear?: string[];
+  /** What an allow approves (echoed in the answer). */
+  contentSha256?: string;
   /** Set for the edit tools: every file the call would change (`code` is then the whole diff). */
   edits?: EditView[];
 }
 
+export interface ChoiceButton {
+  id: string;
+  label: string;
+  kind: ChoiceView['kind'];
+}
+
 export interface ApprovalAnswer {
-  decision: Decision;
+  /** The id of the chosen choice. */
+  choice: string;
   message?: string;
   /** The user's own version of files of an edit (what they changed in the diff editor). */
   edits?: UserEdit[];
 }
 
-export type ApprovalOutcome = Decision | 'withdrawn';
+export type ApprovalOutcome = ChoiceView['kind'] | 'withdrawn';
 
 export interface ApprovalUi {
   isVisible(): boolean;
   onDidChangeVisibility(listener: (visible: boolean) => void): Disposable;
   /** Shows the card (queued if the view is not open yet); resolves with the user's answer. */
   showCard(view: ApprovalView): Promise<ApprovalAnswer>;
-  /** Removes the card and leaves a one-line note; safe to call for a card that is gone. */
-  closeCard(approvalId: string, outcome: ApprovalOutcome): void;
-  /** A modal dialog; resolves with the decision, or undefined when it was dismissed. */
-  showModal(view: ApprovalView): Promise<Decision | undefined>;
-  /** Edits: the files the user changed in the diff editor for this approval (on Accept). */
+  /** Removes the card and leaves a one-line note (the chosen label, when there is one); safe to
+   *  call for a card that is gone. */
+  closeCard(approvalId: string, outcome: ApprovalOutcome, label?: string): void;
+  /** A modal dialog; resolves with the chosen choice's id, or undefined when it was dismissed. */
+  showModal(view: ApprovalView): Promise<string | undefined>;
+  /** Edits: the files the user changed in the diff editor for this approval (on an allow). */
   collectEdits?(approvalId: string): Promise<UserEdit[]>;
   /** Edits: close the approval's diff editors and forget its proposals. */
   releaseEdits?(approvalId: string): void;
 }
 
-const DECISIONS: readonly Decision[] = ['allow', 'allow_session', 'deny'];
 const MODAL_CODE_LIMIT = 4000;
 const EDIT_TOOLS: readonly string[] = ['edit_file', 'write_file', 'apply_patch'];
+
+/** The decision each kind of choice is answered with. */
+export const BASE_DECISION: Readonly<Record<ChoiceView['kind'], Decision>> = {
+  deny: 'deny',
+  allow_once: 'allow',
+  allow_session: 'allow_session',
+  allow_always: 'allow',
+};
+
+/** What a server that sends no choices gets offered. */
+const DENY_CHOICE: ChoiceButton = { id: 'deny', label: 'Deny', kind: 'deny' };
+const BASIC_CHOICES: readonly ChoiceButton[] = [DENY_CHOICE, { id: 'allow_once', label: 'Allow once', kind: 'allow_once' }];
+
+function choiceButtons(choices: unknown): ChoiceButton[] {
+  if (!Array.isArray(choices) || choices.length === 0) return [...BASIC_CHOICES];
+  const buttons: ChoiceButton[] = [];
+  for (const c of choices as ChoiceView[]) {
+    if (typeof c !== 'object' || c === null || typeof c.id !== 'string' || typeof c.label !== 'string') continue;
+    if (!(c.kind in BASE_DECISION)) continue;
+    buttons.push({ id: c.id, label: visible(c.label), kind: c.kind });
+  }
+  // Deny first, whatever order the server sent: it is the default of every prompt.
+  buttons.sort((a, b) => Number(b.kind === 'deny') - Number(a.kind === 'deny'));
+  return buttons.some((b) => b.kind === 'deny') ? buttons : [DENY_CHOICE, ...buttons];
+}
 
 export function reasonText(reason: string): string {
   switch (reason) {
     case 'code_execution':
       return 'It runs code: python and terminal calls need your approval (gatehouse.confirmCodeExecution).';
+    case 'all_tools':
+      return 'Every tool call needs your approval (gatehouse.confirmToolCalls).';
+    case 'ask_rule':
+      return 'A rule says to ask about it (Gatehouse: Rules).';
     case 'file_edit':
       return 'It changes files: every edit needs your approval (gatehouse.confirmFileEdits).';
     case 'protected_path':
-      return 'It changes a file that runs code or configures your tools by itself (.git, hooks, .vscode, ...): always asked, even after "for this session".';
-    case 'all_tools':
-      return 'Every tool call needs your approval (gatehouse.confirmToolCalls).';
+      return 'It changes a file that runs code or configures your tools by itself (.git, hooks, .vscode, ...): always asked, whatever the settings and rules say.';
     default:
       return `The server asked (${reason}).`;
   }
@@ -122,8 +165,11 @@ export function describeApproval(params: ToolConfirmParams, folder: string): App
     reason: reasonText(params.reason),
     isolation: isolationText(params.sandbox),
     weakIsolation: params.sandbox.level !== 'strong' || params.sandbox.network,
+    choices: choiceButtons(params.choices),
   };
   if (warning !== undefined) view.hiddenWarning = warning;
+  if (Array.isArray(params.unclear) && params.unclear.length > 0) view.unclear = params.unclear.map((u) => visible(u));
+  if (typeof params.contentSha256 === 'string') view.contentSha256 = params.contentSha256;
   if (edits !== undefined) view.edits = edits.map(editView);
   return view;
 }
@@ -150,10 +196,10 @@ function editView(edit: ProposedEdit): EditView {
   return view;
 }
 
-/** The buttons of the modal, Deny first; an edit too long to show there can only be denied. */
-export function modalChoices(view: ApprovalView): Decision[] {
-  if (view.edits !== undefined && view.code.length > MODAL_CODE_LIMIT) return ['deny'];
-  return ['deny', 'allow', 'allow_session'];
+/** The modal's buttons, Deny first; an edit too long to show there can only be denied there. */
+export function modalChoices(view: ApprovalView): ChoiceButton[] {
+  if (view.edits !== undefined && view.code.length > MODAL_CODE_LIMIT) return view.choices.filter((c) => c.kind === 'deny');
+  return view.choices;
 }
 
 /** The modal's message and detail. Very long code is cut here, and the detail says so and where to read it. */
@@ -174,6 +220,7 @@ export function modalText(view: ApprovalView): { message: string; detail: string
       '',
       `Working folder: ${view.folder}`,
       `Why you are asked: ${view.reason}`,
+      ...(view.unclear === undefined ? [] : [`Rules cannot allow it: it ${view.unclear.join('; it ')}.`]),
       `Isolation: ${view.isolation}`,
     ].join('\n'),
   };
@@ -200,12 +247,19 @@ function editModalText(view: ApprovalView, edits: EditView[]): { message: string
   };
 }
 
-export function toResult(answer: ApprovalAnswer | null | undefined): ToolConfirmResult {
-  if (typeof answer !== 'object' || answer === null || !DECISIONS.includes(answer.decision)) return { decision: 'deny' };
+/** The answer as the server reads it; anything that is not an offered choice is a denial. */
+export function toResult(answer: ApprovalAnswer | null | undefined, view: ApprovalView): ToolConfirmResult {
+  const deny: ToolConfirmResult = { decision: 'deny' };
+  if (typeof answer !== 'object' || answer === null || typeof answer.choice !== 'string') return deny;
+  const choice = view.choices.find((c) => c.id === answer.choice);
+  if (choice === undefined) return deny;
+  const result: ToolConfirmResult = { decision: BASE_DECISION[choice.kind], choice: choice.id, approvalId: view.approvalId };
+  if (view.contentSha256 !== undefined) result.contentSha256 = view.contentSha256;
   const message = typeof answer.message === 'string' ? answer.message.trim() : '';
-  if (answer.decision === 'deny') return message !== '' ? { decision: 'deny', message } : { decision: 'deny' };
+  if (choice.kind === 'deny' && message !== '') result.message = message;
   const edits = Array.isArray(answer.edits) ? answer.edits.filter((e) => typeof e?.path === 'string' && typeof e?.content === 'string') : [];
-  return edits.length > 0 ? { decision: answer.decision, edits } : { decision: answer.decision };
+  if (choice.kind !== 'deny' && edits.length > 0) result.edits = edits;
+  return result;
 }
 
 /** Asks the user; resolves with the decision, or undefined when the server withdrew the request. */
@@ -228,13 +282,14 @@ export function askApproval(
     let done = false;
     let modalShown = false;
     const disposables: Disposable[] = [];
-    let deciding = false;
     const finish = (result: ToolConfirmResult | undefined): void => {
       if (done) return;
       done = true;
       for (const d of disposables) d.dispose();
       try {
-        ui.closeCard(view.approvalId, result === undefined ? 'withdrawn' : result.decision);
+        const chosen = result === undefined ? undefined : view.choices.find((c) => c.id === result.choice);
+        const outcome: ApprovalOutcome = result === undefined ? 'withdrawn' : (chosen?.kind ?? 'deny');
+        ui.closeCard(view.approvalId, outcome, chosen?.label);
         ui.releaseEdits?.(view.approvalId);
       } catch (error) {
         log(`toolConfirm: closing the card failed: ${String(error)}`);
@@ -245,25 +300,23 @@ export function askApproval(
       log(`toolConfirm: the approval prompt failed (${String(error)}); denied`);
       finish({ decision: 'deny' });
     };
-    /** An accepted edit takes along what the user changed in the diff editor, as it is now. */
+    let deciding = false;
+    /** An allowed edit takes along what the user changed in the diff editor, as it is now. */
     const decide = (answer: ApprovalAnswer | null | undefined): void => {
-      const result = toResult(answer);
+      const result = toResult(answer, view);
       if (done || deciding) return;
       if (result.decision === 'deny' || view.edits === undefined || ui.collectEdits === undefined) {
         finish(result);
         return;
       }
       deciding = true;
-      ui.collectEdits(view.approvalId).then(
-        (edits) => finish(toResult({ ...answer, decision: result.decision, edits })),
-        failClosed,
-      );
+      ui.collectEdits(view.approvalId).then((edits) => finish(toResult({ ...answer, choice: result.choice ?? '', edits }, view)), failClosed);
     };
     const askModal = (): void => {
       if (modalShown || done) return;
       modalShown = true;
       try {
-        ui.showModal(view).then((decision) => decide({ decision: decision ?? 'deny' }), failClosed);
+        ui.showModal(view).then((choice) => decide(choice === undefined ? null : { choice }), failClosed);
       } catch (error) {
         failClosed(error);
       }

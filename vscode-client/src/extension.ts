@@ -8,6 +8,8 @@ import { modelSetting, watchSettings } from './config';
 import { MemoryFs, ORIGINAL_SCHEME, PROPOSAL_SCHEME, ProposalEditors } from './proposals';
 import { selectModel } from './modelPicker';
 import { quickPickUi } from './modelPickerUi';
+import type { RuleItem } from './rules';
+import { RULES_VIEW_ID, RulesViewProvider } from './rulesView';
 import { StatusBar } from './statusBar';
 
 let server: ServerManager | undefined;
@@ -24,7 +26,11 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = new ChatViewProvider(context.extensionUri, proposals, (m) => log.warn(m));
 
   const manager = new ServerManager(context, log, {
-    onStream: (event) => chat.handleEvent(event),
+    onStream: (event) => {
+      chat.handleEvent(event);
+      // A call decided by a rule, or an answer that made one: the Rules view shows it at once.
+      if (event.type === 'tool_end') void rules.refresh();
+    },
     onToolConfirm: (params, token) => {
       proposals.register(params.approvalId, params.edits);
       return askApproval(params, token, view, folder(), (m) => log.warn(m));
@@ -33,9 +39,11 @@ export function activate(context: vscode.ExtensionContext): void {
     onReady: () => {
       chat.serverRestarted();
       void refreshStatus();
+      void rules.refresh();
     },
   });
   server = manager;
+  const rules = new RulesViewProvider(manager);
   const chat = new ChatSession(manager, view, { onTurnEnd: () => void refreshStatus() });
   const refreshStatus = async (): Promise<void> => {
     try {
@@ -57,6 +65,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.workspace.registerFileSystemProvider(PROPOSAL_SCHEME, proposalFiles, { isCaseSensitive: true }),
     statusBar,
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
+    rules,
+    vscode.window.registerTreeDataProvider(RULES_VIEW_ID, rules),
+    command('gatehouse.refreshRules', () => rules.refresh()),
+    command('gatehouse.showRules', async () => {
+      await vscode.commands.executeCommand(`${RULES_VIEW_ID}.focus`);
+      await rules.refresh();
+    }),
+    command('gatehouse.removeRule', (item?: RuleItem) => (item === undefined ? rules.pickAndRemove() : rules.remove(item))),
     watchSettings(() => void manager.restartIfChanged(), log),
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     command('gatehouse.newSession', () => chat.newSession()),

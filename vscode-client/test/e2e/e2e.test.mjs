@@ -18,7 +18,7 @@ import {
 const PYTHON = process.env.GATEHOUSE_PYTHON || path.join(REPO_DIR, '.venv', 'bin', 'python');
 
 const ANSWER = 'Hello from the scripted model. Every word of this answer streams into the chat view piece by piece.';
-const call = (command) => `<tool_call>{"name": "terminal", "arguments": {"command": "${command}"}}</tool_call>`;
+const call = (command) => `<tool_call>${JSON.stringify({ name: 'terminal', arguments: { command } })}</tool_call>`;
 // One cursor for the whole server: each model call takes the next turn, across sessions.
 const SCRIPT = {
   turns: [
@@ -30,6 +30,16 @@ const SCRIPT = {
     // (c) Deny: the call, then the model's answer after the denial.
     `I will create another file.\n${call('touch denied.txt')}`,
     'Understood: denied.txt was not created.',
+    // (e) a command that hides terminal escapes: shown written out, with a warning; denied.
+    `Just listing.\n${call('touch hidden_ran.txt #\u001b[2K\u001b[1G  $ ls -la')}`,
+    'Understood: nothing ran.',
+    // (f) Always allow: a rule is made, the next note runs unasked, removing the rule asks again.
+    `I will write a note.\n${call('echo NOTE-1 >> notes.txt')}`,
+    'Noted.',
+    `Another note.\n${call('echo NOTE-2 >> notes.txt')}`,
+    'Noted again.',
+    `A third note.\n${call('echo NOTE-3 >> notes.txt')}`,
+    'Understood: the third note was not written.',
     // (d) Stop while the approval is pending: the turn ends there, so the next turn is never used.
     `One more file.\n${call('touch stopped.txt')}`,
     'THIS TURN MUST NEVER BE STREAMED.',
@@ -129,12 +139,18 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
         const script = path.join(sandbox.root, 'script.json');
         writeJson(script, SCRIPT);
         fs.writeFileSync(path.join(workspace, 'README.md'), '# e2e workspace\n');
+        // All `machine`-scoped (what the unsandboxed server runs and opens): user settings only. A
+        // workspace's .vscode/settings.json naming them is ignored, which this run relies on: it
+        // says the opposite, and the scripted model must still be the one that answers.
         writeJson(path.join(workspace, '.vscode', 'settings.json'), {
+          'gatehouse.backend': 'llama_cpp',
+          'gatehouse.script': path.join(workspace, 'planted.json'),
+        });
+        addUserSettings(sandbox, {
+          'gatehouse.server.pythonCommand': PYTHON,
           'gatehouse.backend': 'scripted',
           'gatehouse.script': script,
         });
-        // `machine`-scoped: user settings only.
-        addUserSettings(sandbox, { 'gatehouse.server.pythonCommand': PYTHON });
       },
     });
     page = session.page;
@@ -223,6 +239,72 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     await sleep(1000);
     assert.equal(onDisk('denied.txt'), false, 'denied.txt must never appear');
     await screenshot(page, 'e2e-c2-denied');
+  });
+
+  scenario('e: a command hiding escape codes is shown written out, with a warning', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('List the files');
+    const card = await approvalCard();
+    const shown = await card.locator('pre.approval-code').textContent();
+    assert.equal(shown, 'touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la');
+    assert.ok(!shown.includes('\u001b'), 'no raw escape character may reach the card');
+    assert.match(await card.locator('.approval-warning').textContent(), /hidden or control characters/);
+    assert.equal(await card.locator('button').first().textContent(), 'Deny', 'Deny comes first');
+    await screenshot(page, 'e2e-e1-hidden-characters');
+    await card.locator('button.deny').click();
+    await waitFor('the approval card to go', async () => await f.locator('.approval-card').count() === 0,
+      { timeout: 20000 });
+    await turnEnded();
+    assert.equal(onDisk('hidden_ran.txt'), false, 'hidden_ran.txt must never appear');
+  });
+
+  scenario('f: Always allow makes a rule; the Rules view lists it and removes it', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('Write a note');
+    const card = await approvalCard();
+    const labels = (await card.locator('.approval-buttons button').allTextContents()).map((t) => t.trim());
+    assert.deepEqual(labels, [
+      'Deny',
+      'Allow once',
+      'Allow `echo *` in this session',
+      'Always allow `echo *` in this workspace',
+    ], 'the scoped choices, Deny first');
+    await screenshot(page, 'e2e-f1-scoped-choices');
+    await card.locator('button.approve-always').click();
+    await waitFor('the first note on disk', () => onDisk('notes.txt'), { timeout: 20000 });
+    await turnEnded();
+    assert.match(await text('.approval-note'), /Always allow `echo \*` in this workspace/);
+
+    // The rule is in the Rules view, with where it came from.
+    await runCommand(page, 'Gatehouse: Show Rules');
+    const row = page.locator('.monaco-list-row', { hasText: 'allow terminal `echo *`' });
+    await waitFor('the rule in the Rules view', () => row.first().isVisible(), { timeout: 20000 });
+    assert.match(await row.first().textContent(), /yours · this workspace/);
+    await screenshot(page, 'e2e-f2-rules-view-lists-the-rule');
+
+    // The rule answers the next prompt: the second note is written without a card.
+    await startNewSession();
+    await send('Write another note');
+    await waitFor('the second note on disk', () => fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8').includes('NOTE-2'),
+      { timeout: 20000 });
+    await turnEnded();
+    assert.equal(await f.locator('.approval-card').count(), 0, 'no card: the rule allowed it');
+    assert.equal(await text('.tool-card .tool-status'), 'completed');
+
+    // Removed from the view (its inline remove button), the prompt comes back.
+    await row.first().hover();
+    await row.first().locator('.action-label[aria-label*="Remove a Rule"]').click();
+    await waitFor('the rule to leave the Rules view', async () => await row.count() === 0, { timeout: 20000 });
+    await screenshot(page, 'e2e-f3-rule-removed');
+    await startNewSession();
+    await send('Write a third note');
+    const again = await approvalCard();
+    await screenshot(page, 'e2e-f4-asked-again');
+    await again.locator('button.deny').click();
+    await turnEnded();
+    assert.doesNotMatch(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), /NOTE-3/);
   });
 
   scenario('d: Stop while the approval is pending runs nothing', async () => {

@@ -184,7 +184,9 @@ describe('Edits in VS Code (code-server + Chromium)', () => {
     // Coloured: added and removed lines have backgrounds of their own.
     const colours = await card.locator('tr.diff-add, tr.diff-del').evaluateAll((rows) => rows.map((r) => getComputedStyle(r).backgroundColor));
     assert.equal(new Set(colours).size, 2, `added and removed lines look different: ${colours}`);
-    assert.deepEqual(await card.locator('.approval-buttons button').allTextContents(), ['Deny', 'Accept', 'Accept edits for this session']);
+    const buttons = await card.locator('.approval-buttons button').allTextContents();
+    assert.deepEqual(buttons.slice(0, 2), ['Deny', 'Accept'], `Deny first, then Accept: ${buttons}`);
+    assert.match(buttons[2] ?? '', /edit_file `notes\.txt` in this session/);
     assert.equal(notes(), NOTES, 'nothing is written before Accept');
     await screenshot(page, 'edits-a1-card-diff');
 
