@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.edits import FileEdit
-from engine.events import ToolStatus
 from engine.gate import ConfirmReason
 
 if TYPE_CHECKING:  # the protocol imports this module: keep it light
@@ -70,32 +69,3 @@ class ApprovalOutcome:
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 """The callback the loop awaits before a gated call runs."""
-
-
-DENIED_TEXT = "The user denied this tool call."
-
-
-def refusal(outcome: ApprovalOutcome, name: str) -> tuple[ToolStatus, str, str | None] | None:
-    """None when ``outcome`` lets the call of tool ``name`` run; otherwise how the call ends:
-    its status, what the model is told, and a status line for a person (or None)."""
-    decision = outcome.decision
-    if outcome.allows:
-        return None
-    if decision == "deny":
-        text = DENIED_TEXT + (f" The user said: {outcome.message}" if outcome.message else "")
-        return "denied", text, f"Denied: {name}"
-    if decision == "timed_out":
-        within = outcome.message or "the time limit"
-        return (
-            "timed_out",
-            f"The tool call was not run: no approval arrived within {within}.",
-            f"No answer to the approval request for {name}: not run.",
-        )
-    if decision == "cancelled":
-        return "cancelled", "The tool call was cancelled before it was approved.", None
-    why = outcome.message or "the approval failed"
-    return (
-        "denied",
-        f"The tool call was not run: {why}.",
-        f"Approval failed for {name} ({why}): not run.",
-    )
