@@ -16,6 +16,11 @@ transport floor for one request/response), and the same K-call script with
 ``confirmToolCalls: false, confirmCodeExecution: false`` (no gate). The per-call cost of the gate
 is the difference of the median call cycles with and without it. Rounds alternate the order.
 
+Edits against commands (issue 10): K ``edit_file`` calls, each on its own small file (read first,
+ungated), asked about under ``confirmFileEdits`` (the prompt carries the diff), against K
+``terminal`` calls asked about under ``confirmCodeExecution``: the gate round trip (``tool_start``
+to "Running ...") of an edit and of a command, side by side.
+
     .venv/bin/python benchmarks/confirm_roundtrip.py [--quick] [--json PATH]
 """
 
@@ -47,6 +52,24 @@ def call_markup(path: str) -> str:
     )
 
 
+def markup(name: str, **arguments: Any) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+def edit_chat(calls: int) -> list[str]:
+    """Read K files, then edit each (every call differs: the files are reset between chats)."""
+    reads = [markup("read_file", path=f"e{i:03d}.txt") for i in range(calls)]
+    edits = [
+        markup("edit_file", path=f"e{i:03d}.txt", old_text="x", new_text=f"y{i}")
+        for i in range(calls)
+    ]
+    return [*reads, *edits, "Done."]
+
+
+def command_chat(calls: int) -> list[str]:
+    return [*(markup("terminal", command=f"true {i}") for i in range(calls)), "Done."]
+
+
 def dir_name(index: int) -> str:
     return f"d{index:03d}"
 
@@ -59,9 +82,12 @@ class Timeline:
     confirms: list[float] = field(default_factory=list)
     running: list[float] = field(default_factory=list)
     last_response: float = 0.0
+    starts_of: dict[str, list[float]] = field(default_factory=dict)
+    running_of: dict[str, list[float]] = field(default_factory=dict)
 
     def reset(self) -> None:
         self.tool_starts, self.confirms, self.running = [], [], []
+        self.starts_of, self.running_of = {}, {}
 
     def __call__(self, message: dict[str, Any]) -> None:
         now = time.perf_counter()
@@ -75,8 +101,11 @@ class Timeline:
             kind = params.get("type")
             if kind == "tool_start":
                 self.tool_starts.append(now)
+                self.starts_of.setdefault(params["name"], []).append(now)
             elif kind == "status" and params.get("text") == RUNNING:
                 self.running.append(now)
+            if kind == "status" and str(params.get("text")).startswith("Running "):
+                self.running_of.setdefault(params["text"][8:], []).append(now)
 
 
 @dataclass
@@ -88,6 +117,8 @@ class Samples:
     gated_cycle: list[float] = field(default_factory=list)
     ungated_start_to_running: list[float] = field(default_factory=list)
     ungated_cycle: list[float] = field(default_factory=list)
+    edit_round_trip: list[float] = field(default_factory=list)
+    command_round_trip: list[float] = field(default_factory=list)
 
 
 def cycles(starts: list[float]) -> list[float]:
@@ -132,8 +163,37 @@ async def chat(
         samples.ungated_cycle.extend(cycles(timeline.tool_starts))
 
 
+async def gate_of(
+    client: RpcClient,
+    timeline: Timeline,
+    workspace: Path,
+    kind: str,
+    *,
+    calls: int,
+    out: list[float],
+) -> None:
+    """One chat of K edits or K commands; the gate round trip of each."""
+    name = "edit_file" if kind == "edit" else "terminal"
+    for i in range(calls):
+        (workspace / f"e{i:03d}.txt").write_text("x\n", encoding="utf-8")
+    timeline.reset()
+    result = await client.request("agent/chat", {"prompt": kind, "maxToolCalls": 2 * calls})
+    statuses = {call["status"] for call in result["toolCalls"]}
+    assert statuses == {"completed"}, result["toolCalls"]
+    starts, running = timeline.starts_of[name], timeline.running_of[name]
+    assert len(starts) == len(running) == calls
+    out.extend(r - s for s, r in zip(starts, running, strict=True))
+
+
 async def answer_allow(_params: Any) -> dict[str, str]:
     return {"decision": "allow"}
+
+
+STEPS = ("ping", "gated", "ungated", "edit", "command")
+
+
+def steps_of(r: int) -> list[str]:
+    return list(STEPS[r % len(STEPS) :] + STEPS[: r % len(STEPS)])
 
 
 async def measure(calls: int, rounds: int, tmp: Path) -> Samples:
@@ -142,9 +202,13 @@ async def measure(calls: int, rounds: int, tmp: Path) -> Samples:
         (workspace / dir_name(i)).mkdir(parents=True)
         (workspace / dir_name(i) / "file.txt").write_text("x\n", encoding="utf-8")
     one_chat = [call_markup(dir_name(i)) for i in range(calls)] + ["Done."]
+    chats = {"gated": one_chat, "ungated": one_chat, "edit": edit_chat(calls)}
+    chats["command"] = command_chat(calls)
+    turns = one_chat * 2 + chats["edit"] + chats["command"]  # the warm-up chats
+    for r in range(rounds):
+        turns += [t for step in steps_of(r) if step != "ping" for t in chats[step]]
     script = tmp / "script.json"
-    # Per round: one gated and one ungated chat, plus a warm-up chat of each kind.
-    script.write_text(json.dumps({"turns": one_chat * (2 * rounds + 2)}), encoding="utf-8")
+    script.write_text(json.dumps({"turns": turns}), encoding="utf-8")
 
     timeline = Timeline()
     client = RpcClient()
@@ -160,12 +224,16 @@ async def measure(calls: int, rounds: int, tmp: Path) -> Samples:
         await pings(client, timeline, 20, warm.ping)
         await chat(client, timeline, calls, gated=True, samples=warm)
         await chat(client, timeline, calls, gated=False, samples=warm)
+        await gate_of(client, timeline, workspace, "edit", calls=calls, out=warm.edit_round_trip)
+        warm_commands = warm.command_round_trip
+        await gate_of(client, timeline, workspace, "command", calls=calls, out=warm_commands)
         for r in range(rounds):
-            steps = ["ping", "gated", "ungated"]
-            steps = steps[r % 3 :] + steps[: r % 3]
-            for step in steps:
+            for step in steps_of(r):
                 if step == "ping":
                     await pings(client, timeline, calls, samples.ping)
+                elif step in ("edit", "command"):
+                    out = samples.edit_round_trip if step == "edit" else samples.command_round_trip
+                    await gate_of(client, timeline, workspace, step, calls=calls, out=out)
                 else:
                     await chat(client, timeline, calls, gated=step == "gated", samples=samples)
     finally:
@@ -200,6 +268,15 @@ def run(quick: bool) -> dict[str, Any]:
             f"{c.ms(stats['gated_cycle']['median'])} / {c.ms(stats['ungated_cycle']['median'])}",
         ],
         ["confirm: per-call cost of the gate", c.ms(gate_cost)],
+        [
+            "confirm: gate round trip, edit / command median",
+            f"{c.ms(stats['edit_round_trip']['median'])} / "
+            f"{c.ms(stats['command_round_trip']['median'])}",
+        ],
+        [
+            "confirm: edit gate / command gate",
+            c.ratio(stats["edit_round_trip"]["median"] / stats["command_round_trip"]["median"]),
+        ],
     ]
     return {
         "benchmark": "confirm_roundtrip",
@@ -212,6 +289,8 @@ def run(quick: bool) -> dict[str, Any]:
         "ratio_gate_round_trip_over_ping": gate / ping,
         "ratio_answer_to_running_over_ping": answer / ping,
         "gate_cost_per_call_seconds": gate_cost,
+        "ratio_edit_gate_over_command_gate": stats["edit_round_trip"]["median"]
+        / stats["command_round_trip"]["median"],
         "headline": headline,
     }
 
@@ -224,6 +303,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("ungated: tool_start -> Running", "ungated_start_to_running"),
     ("gated: call cycle", "gated_cycle"),
     ("ungated: call cycle", "ungated_cycle"),
+    ("edit_file: tool_start -> Running (gate)", "edit_round_trip"),
+    ("terminal: tool_start -> Running (gate)", "command_round_trip"),
 )
 
 
@@ -252,6 +333,8 @@ def report(result: dict[str, Any]) -> str:
             f"answer -> running / ping: {c.ratio(result['ratio_answer_to_running_over_ping'])}",
             "per-call cost of the gate (median cycle gated - ungated): "
             f"{c.ms(result['gate_cost_per_call_seconds'])}",
+            "gate round trip, edit_file (diff in the prompt) / terminal: "
+            f"{c.ratio(result['ratio_edit_gate_over_command_gate'])}",
         ]
     )
 

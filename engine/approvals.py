@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.edits import FileEdit
 from engine.gate import ConfirmReason
 
 if TYPE_CHECKING:  # the protocol imports this module: keep it light
@@ -36,6 +37,8 @@ class ApprovalRequest:
     """The answers offered, Deny first (:func:`engine.rules.decision.choices_for`)."""
     unclear: tuple[str, ...] = ()
     """Why rules could not allow this command (shown to the person)."""
+    edits: tuple[FileEdit, ...] = ()
+    """For an edit tool: every file it would change, with its diff (a person reviews these)."""
 
     def choice(self, choice_id: str) -> Choice | None:
         return next((c for c in self.choices if c.id == choice_id), None)
@@ -55,6 +58,9 @@ class ApprovalOutcome:
     choice: Choice | None = None
     """The choice the person made (an allow decision always has one: allow once when the
     client named none)."""
+    edits: dict[str, str] | None = None
+    """With ``allow``/``allow_session`` of an edit: the user's own version of some of its files
+    (path -> full text), written instead of the proposal's."""
 
     @property
     def allows(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.edits import AppliedEdit
 from sandbox.info import ProtectedChange, SandboxInfo
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class ToolEnded:
     """Auto-run paths the call created or changed, and what was done about each."""
     decided_by: DecidedBy | None = None
     """Who decided whether it ran (None: it never reached the gate)."""
+    edits: tuple[AppliedEdit, ...] = ()
+    """The files an edit tool changed (what is on disk now)."""
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,14 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
+from engine.asking import DENIED_TEXT, Asking
 from engine.backends.base import Backend, Finish, Message, Notice, ToolSpec
+from engine.edits import EditorDocuments
 from engine.events import (
     AgentEvent,
     ContentDelta,
@@ -39,10 +42,11 @@ from engine.events import (
     ToolStatus,
 )
 from engine.rules.book import RuleBook
-from engine.rules.decision import Choice, DecidedBy
 from engine.rules.policy import Verdict, decide
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome, canonical_arguments
+from engine.tools.edits import EditTool, Proposal, WrittenBeforeCancel, uncut
+from engine.tools.protected import always_ask
 from engine.turns import Conversation, ToolCallRecord, TurnControl, TurnRequest, TurnResult
 from sandbox.binding import content_digest
 
@@ -64,9 +68,6 @@ __all__ = [
     "TurnRequest",
     "TurnResult",
 ]
-
-DENIED_TEXT = "The user denied this tool call."
-
 
 EventSink = Callable[[AgentEvent], None]
 
@@ -108,6 +109,7 @@ class _Turn:
         self.book = RuleBook(
             request.rules, conversation.grants, request.user_rules_folder, request.rules_scope
         )
+        self.asking = Asking(approve, emit, self.book, conversation.key)
 
     def result(self, stop_reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
@@ -228,6 +230,17 @@ class _Turn:
             )
         return tool, args, None
 
+    def _context(self, record: ToolCallRecord) -> ToolContext:
+        return ToolContext(
+            workspace=self.box.workspace,
+            timeout_seconds=self.request.tool_timeout_seconds,
+            on_output=lambda text: self.emit(ToolOutput(record.id, text)),
+            box=self.box,
+            reads=self.conversation.reads,
+            documents=self.loop.documents,
+            before_change=self.loop.before_change,
+        )
+
     async def _handle_call(self, call: ParsedToolCall) -> tuple[ToolCallRecord, str]:
         record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
         self.records.append(record)
@@ -237,6 +250,7 @@ class _Turn:
             record.exit_code = outcome.exit_code if outcome else None
             sandbox = outcome.sandbox if outcome else None
             protected = outcome.protected if outcome else ()
+            edits = outcome.edits if outcome else ()
             self.emit(
                 ToolEnded(
                     record.id,
@@ -247,10 +261,33 @@ class _Turn:
                     sandbox,
                     protected,
                     record.decided_by,
+                    edits,
                 )
             )
 
+        def cancelled(outcome: ToolOutcome | None) -> None:
+            status: ToolStatus = "cancelled"
+            text = "The tool call was cancelled by the user."
+            if outcome is not None:  # an edit finished writing before the cancel took effect
+                status, text = ("failed" if outcome.failed else "completed"), outcome.text
+            end(status, text, outcome)
+            self.remember(Message("tool", text, record.name, record.id, status=status))
+
         tool, args, problem = self._problem(call)
+        ctx = self._context(record)
+        proposal: Proposal | None = None
+        if isinstance(tool, EditTool):
+            try:
+                proposal = await tool.propose(args, ctx)  # the diffs; nothing is written
+            except asyncio.CancelledError:
+                self.emit(ToolStarted(record.id, record.name, record.arguments, False))
+                cancelled(None)
+                raise
+            except ToolError as exc:
+                tool, problem = None, str(exc)
+            except Exception as exc:
+                logger.exception("tool %s failed unexpectedly", record.name)
+                tool, problem = None, f"The tool failed unexpectedly: {exc}"
         verdict: Verdict | None = None
         if tool is not None:
             arguments = canonical_arguments(args)
@@ -263,6 +300,8 @@ class _Turn:
                 digest,
                 can_remember=self.book.user_folder is not None,
             )
+            if proposal is not None and proposal.protected:
+                verdict = always_ask(verdict, self.request.policy)  # an auto-run path
         needs_confirm = verdict is not None and verdict.outcome == "ask"
         self.emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
         if tool is None or verdict is None:
@@ -278,8 +317,10 @@ class _Turn:
             return record, text
 
         try:
+            versions = None
             if needs_confirm:
-                refusal = await self._ask(record, verdict, arguments, digest)
+                edits = proposal.edits if proposal is not None else ()
+                refusal, versions = await self.asking.ask(record, verdict, arguments, digest, edits)
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
@@ -292,11 +333,14 @@ class _Turn:
                 end("failed", text)
                 return record, text
             self.emit(StatusNote(f"Running {record.name}"))
-            outcome = await self._execute(tool, args, record, decided.content_sha256)
-        except asyncio.CancelledError:
-            text = "The tool call was cancelled by the user."
-            end("cancelled", text)
-            self.remember(Message("tool", text, record.name, record.id, status="cancelled"))
+            ctx = replace(ctx, digest=decided.content_sha256)
+            if isinstance(tool, EditTool) and proposal is not None:
+                # A cancel never cuts a write off half-way: the call reports what is on disk.
+                outcome = await uncut(self._guarded(tool.apply(proposal, ctx, versions), record))
+            else:
+                outcome = await self._guarded(tool.run(args, ctx), record)
+        except asyncio.CancelledError as exc:
+            cancelled(exc.outcome if isinstance(exc, WrittenBeforeCancel) else None)
             raise
         status: ToolStatus = "failed" if outcome.failed else "completed"
         if status == "completed" and outcome.exit_code in (None, 0):
@@ -304,18 +348,11 @@ class _Turn:
         end(status, outcome.text, outcome)
         return record, outcome.text
 
-    async def _execute(
-        self, tool: Tool, args: Any, record: ToolCallRecord, digest: str
+    async def _guarded(
+        self, running: Coroutine[Any, Any, ToolOutcome], record: ToolCallRecord
     ) -> ToolOutcome:
-        ctx = ToolContext(
-            workspace=self.box.workspace,
-            timeout_seconds=self.request.tool_timeout_seconds,
-            on_output=lambda text: self.emit(ToolOutput(record.id, text)),
-            box=self.box,
-            digest=digest,
-        )
         try:
-            return await tool.run(args, ctx)
+            return await running
         except ToolError as exc:
             return ToolOutcome(text=str(exc), failed=True)
         except asyncio.CancelledError:
@@ -324,72 +361,26 @@ class _Turn:
             logger.exception("tool %s failed unexpectedly", record.name)
             return ToolOutcome(text=f"The tool failed unexpectedly: {exc}", failed=True)
 
-    async def _ask(
-        self, record: ToolCallRecord, verdict: Verdict, arguments: dict[str, Any], digest: str
-    ) -> tuple[ToolStatus, str] | None:
-        """Ask for approval. None means run it; otherwise the status and what the model is told.
-        Either way ``record.decided_by`` says who decided."""
-        emit = self.emit
-        emit(StatusNote(f"Waiting for approval: {record.name}"))
-        request = ApprovalRequest(
-            record.id,
-            record.name,
-            arguments,
-            verdict.reason,
-            digest,
-            verdict.choices,
-            verdict.unclear,
-        )
-        try:
-            outcome = await self.approve(request)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # fail closed: any doubt about an approval means no run
-            logger.exception("approval callback failed")
-            outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
-        decision = outcome.decision
-        if outcome.allows:
-            choice = outcome.choice or request.choice(
-                "allow_session" if decision == "allow_session" else "allow_once"
-            )
-            if choice is None:
-                choice = Choice("allow_once", "Allow once", "allow_once")
-            detail = await self._grant(choice, digest)
-            record.decided_by = DecidedBy("person", digest, choice=choice.kind, detail=detail)
-            return None
-        if decision == "deny":
-            record.decided_by = DecidedBy("person", digest, choice="deny", detail="denied")
-            emit(StatusNote(f"Denied: {record.name}"))
-            text = DENIED_TEXT
-            if outcome.message:
-                text += f" The user said: {outcome.message}"
-            return "denied", text
-        why = outcome.message or "the approval failed"
-        record.decided_by = DecidedBy("failure", digest, detail=f"{decision}: {why}")
-        if decision == "timed_out":
-            emit(StatusNote(f"No answer to the approval request for {record.name}: not run."))
-            within = outcome.message or "the time limit"
-            return "timed_out", f"The tool call was not run: no approval arrived within {within}."
-        if decision == "cancelled":
-            return "cancelled", "The tool call was cancelled before it was approved."
-        emit(StatusNote(f"Approval failed for {record.name} ({why}): not run."))
-        return "denied", f"The tool call was not run: {why}."
-
-    async def _grant(self, choice: Choice, digest: str) -> str:
-        """Record what an allow answer grants beyond this call; what decidedBy says about it."""
-        detail, note = await self.book.record_answer(choice, digest, self.conversation.key)
-        if note is not None:
-            self.emit(StatusNote(note))
-        return detail
-
 
 class AgentLoop:
     """Runs requests against one backend with a fixed set of tools in one session's box."""
 
-    def __init__(self, backend: Backend, tools: Mapping[str, Tool], box: Box) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        tools: Mapping[str, Tool],
+        box: Box,
+        *,
+        documents: EditorDocuments | None = None,
+        before_change: Callable[[tuple[str, ...]], Awaitable[None]] | None = None,
+    ) -> None:
         self.backend = backend
         self.tools = dict(tools)
         self.box = box
+        self.documents = documents
+        """The editor's open documents: an edit of a file with unsaved changes is refused."""
+        self.before_change = before_change
+        """Awaited right before an approved edit is written (checkpoints)."""
 
     def offered_tools(self, request: TurnRequest) -> list[Tool]:
         if not request.tools_enabled:

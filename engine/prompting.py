@@ -42,12 +42,26 @@ _CALL_FORMAT = f"""You can call tools. To call one, write exactly this and then 
 The result comes back in the next message, inside {RESPONSE_OPEN}. Call a tool only when you need
 its result; otherwise answer directly. A person approves each command before it runs."""
 
+_EDIT_RULE = (
+    "Before you change a file, read it with read_file; a person reviews each change as a diff."
+)
+_EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch"})
+
 _EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "list_files": ("Which files are in this project?", {}),
     "terminal": ("How many lines are in each Python file?", {"command": "wc -l *.py"}),
     "python": ("What is 2 to the power of 100?", {"code": "print(2 ** 100)"}),
     "read_file": ("Show me the README.", {"path": "README.md"}),
     "search_files": ("Where is the function greet defined?", {"pattern": "def greet"}),
+    "edit_file": (
+        "In the README, write Hello instead of Hi.",
+        {"path": "README.md", "old_text": "Hi", "new_text": "Hello"},
+    ),
+    "write_file": ("Create todo.txt listing 'tests'.", {"path": "todo.txt", "content": "tests\n"}),
+    "apply_patch": (
+        "Rename x to count in a.py.",
+        {"patch": "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 0\n+count = 0\n"},
+    ),
 }
 
 
@@ -75,6 +89,8 @@ def system_prompt(tools: Sequence[ToolSpec]) -> str:
         return BASE_PROMPT
     lines = [BASE_PROMPT, "", _CALL_FORMAT, "", "Tools:"]
     lines += [_signature(spec) for spec in tools]
+    if any(spec.name in _EDIT_TOOLS for spec in tools):
+        lines += ["", _EDIT_RULE]
     examples = [(n, _EXAMPLES[n]) for n in (t.name for t in tools) if n in _EXAMPLES][:3]
     if examples:
         lines += ["", "Examples:"]
@@ -179,6 +195,10 @@ def narrate_call(name: str, arguments: dict[str, Any]) -> str:
         return f"I listed the files in {where}." if where else "I listed the project's files."
     if name == "search_files":
         return f"I searched the project for `{_argument(arguments, 'pattern')}`."
+    if name in ("edit_file", "write_file"):
+        return f"I changed {_argument(arguments, 'path')}."
+    if name == "apply_patch":
+        return "I applied a patch."
     return f"I called {name} with {json.dumps(arguments, ensure_ascii=False)}."
 
 
@@ -190,6 +210,9 @@ def narrate_result(name: str, arguments: dict[str, Any], result: Message) -> str
         "read_file": f"Reading {_argument(arguments, 'path')}",
         "list_files": "Listing the files",
         "search_files": f"The search for `{_argument(arguments, 'pattern')}`",
+        "edit_file": f"Changing {_argument(arguments, 'path')}",
+        "write_file": f"Writing {_argument(arguments, 'path')}",
+        "apply_patch": "The patch",
     }
     subject = subjects.get(name, f"The tool {name}")
     output = result.content.rstrip()
@@ -202,6 +225,9 @@ def narrate_result(name: str, arguments: dict[str, Any], result: Message) -> str
         "read_file": f"{_argument(arguments, 'path')} contains:",
         "list_files": "The files are:",
         "search_files": f"{subject} found:",
+        "edit_file": f"{subject} worked:",
+        "write_file": f"{subject} worked:",
+        "apply_patch": f"{subject} worked:",
     }
     return f"{leads.get(name, f'{subject} returned:')}\n```\n{output}\n```"
 

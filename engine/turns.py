@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.backends.base import GenerationOptions, Message
+from engine.edits import ReadLedger
 from engine.events import StopReason, ToolStatus
 from engine.gate import GatePolicy
 
@@ -69,6 +70,8 @@ class Conversation:
     allow run without asking."""
     key: str = field(default_factory=lambda: secrets.token_hex(8))
     """Tells this conversation's grants from another's (part of a session rule's id)."""
+    reads: ReadLedger = field(default_factory=ReadLedger)
+    """The files the model read (``read_file``), for the edit tools' read-before-edit rule."""
 
     @property
     def allowed_tools(self) -> set[str]:

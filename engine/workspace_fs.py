@@ -265,6 +265,50 @@ class WorkspaceFS:
             raise ToolError(f"{path!r} names a directory, not a file.")
         return Opened(fd, tuple(parts)), name
 
+    def make_parent(self, parts: tuple[str, ...]) -> tuple[Opened, tuple[str, ...]]:
+        """The folder that holds the canonical path ``parts`` (as :meth:`resolve` gives it),
+        with the folders that are missing created one by one by descriptor; and those created
+        (relative, outermost first), so that a failed write can remove them again. A folder on
+        the way that now resolves elsewhere (a link swapped in) is refused."""
+        folders = parts[:-1]
+        existing = len(folders)
+        opened: Opened | None = None
+        while existing > 0:
+            try:
+                opened = self.open_dir("/".join(folders[:existing]))
+            except ToolError:
+                existing -= 1
+                continue
+            if opened.parts != folders[:existing]:
+                os.close(opened.fd)
+                shown = "/".join(parts)
+                raise ToolError(f"{shown!r} changed while it was being written; try again.")
+            break
+        fd = opened.fd if opened is not None else os.dup(self._fd)
+        created: list[str] = []
+        try:
+            for depth in range(existing, len(folders)):
+                name = folders[depth]
+                os.mkdir(name, 0o777, dir_fd=fd)
+                created.append("/".join(folders[: depth + 1]))
+                child = os.open(name, DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except OSError as exc:
+            os.close(fd)
+            self.remove_folders(created)
+            shown = "/".join(folders[: len(created) + existing + 1])
+            raise ToolError(f"Cannot create the folder {shown}: {exc.strerror or exc}") from None
+        return Opened(fd, folders), tuple(created)
+
+    def remove_folders(self, created: list[str] | tuple[str, ...]) -> None:
+        """Remove folders :meth:`make_parent` created (innermost first), when they are empty."""
+        for relative in reversed(created):
+            try:
+                os.rmdir(relative, dir_fd=self._fd)
+            except OSError:
+                return
+
 
 def _changed(path: str, exc: OSError) -> ToolError:
     if exc.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR):

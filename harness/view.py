@@ -14,8 +14,10 @@ import os
 from typing import Any, TextIO
 
 from server.protocol import (
+    AppliedFileEdit,
     ChatResult,
     ContentEvent,
+    ProposedEdit,
     ReasoningEvent,
     SandboxReport,
     SandboxState,
@@ -27,6 +29,8 @@ from server.protocol import (
     ToolStartEvent,
 )
 from server.protocol.display import hidden_warning, visible
+
+EDIT_TOOLS = ("edit_file", "write_file", "apply_patch")
 
 _STYLES = {
     "dim": "\x1b[2m",
@@ -103,8 +107,32 @@ def sandbox_text(sandbox: SandboxState | SandboxReport | None) -> str:
     return f"isolation: {sandbox.level} · network: {network}"
 
 
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++ ", "--- ")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "yellow"
+    return "dim" if line.startswith("\\") else ""
+
+
+def _counts(diff: str) -> tuple[int, int]:
+    body = [line for line in diff.split("\n") if not line.startswith(("+++ ", "--- "))]
+    return sum(1 for x in body if x.startswith("+")), sum(1 for x in body if x.startswith("-"))
+
+
 def _argument_lines(name: str, arguments: dict[str, Any]) -> list[tuple[str, str]]:
     """(prefix, text) lines that show a call's arguments readably."""
+    if name in EDIT_TOOLS:
+        # What an edit changes is shown as its diff (in the approval prompt, or when it ends).
+        if isinstance(arguments.get("path"), str):
+            return [("  path: ", arguments["path"])]
+        patch = arguments.get("patch")
+        count = len(patch.split("\n")) if isinstance(patch, str) else 0
+        return [("  ", f"(a patch of {count} lines; its diff follows)")]
     if name == "terminal" and isinstance(arguments.get("command"), str):
         lines = arguments["command"].split("\n")
         rest = {k: v for k, v in arguments.items() if k != "command"}
@@ -120,6 +148,12 @@ def _argument_lines(name: str, arguments: dict[str, Any]) -> list[tuple[str, str
         for i, line in enumerate(text.split("\n")):
             out.append((f"  {key}: " if i == 0 else "    ", line))
     return out
+
+
+def diff_lines(out: Writer, diff: str) -> None:
+    """A unified diff, line by line, coloured by kind (through the display rule)."""
+    for line in diff.rstrip("\n").split("\n"):
+        out.line(line, style=_diff_style(line), prefix="  ")
 
 
 def _all_text(arguments: dict[str, Any]) -> str:
@@ -144,6 +178,8 @@ class View:
         self._open_tools: dict[str, str] = {}
         self.denied_here: set[str] = set()
         """Calls the person at this terminal denied: their tool_end needs no explanation."""
+        self._diffs_shown: set[str] = set()
+        """Edit calls whose diff the approval prompt showed."""
 
     # --- the transcript --------------------------------------------------------------------
 
@@ -187,6 +223,17 @@ class View:
         for change in event.protected or []:
             # An auto-run path (.git, hooks, .vscode, ...) the call touched: say what was done.
             out.line(f"  ! {change.path}: {change.action} ({change.detail})", style="yellow")
+        shown = event.tool_call_id in self._diffs_shown
+        self._diffs_shown.discard(event.tool_call_id)
+        for edit in event.edits or []:
+            self._applied(out, edit, full=not shown or edit.user_edited)
+
+    def _applied(self, out: Writer, edit: AppliedFileEdit, *, full: bool) -> None:
+        added, removed = _counts(edit.diff)
+        mine = ", your version" if edit.user_edited else ""
+        out.line(f"  ✎ {edit.path}: {edit.action} (+{added} -{removed}{mine})", style="green")
+        if full:
+            diff_lines(out, edit.diff)
 
     def _tool_end_line(self, out: Writer, event: ToolEndEvent) -> None:
         name = self._open_tools.pop(event.tool_call_id, event.name)
@@ -242,6 +289,10 @@ class View:
             self.ask.line(f"▶ {params.name}", style="bold")
             for prefix, line in _argument_lines(params.name, params.arguments):
                 self.ask.line(line, prefix=prefix)
+        if params.edits:
+            self._diffs_shown.add(params.tool_call_id)
+            self._proposed(params.edits)
+            return
         self.ask.line(f"  {sandbox_text(params.sandbox)}", style="dim")
         warning = hidden_warning(_all_text(params.arguments))
         if warning:
@@ -249,6 +300,21 @@ class View:
         if params.unclear:
             why = "; it ".join(params.unclear)
             self.ask.line(f"  Rules cannot allow this command: it {why}.", style="dim")
+
+    def _proposed(self, edits: list[ProposedEdit]) -> None:
+        """Every file of an edit, as a coloured unified diff (shown in full)."""
+        for edit in edits:
+            added, removed = _counts(edit.diff)
+            self.ask.line(f"  ✎ {edit.path}: {edit.action} (+{added} -{removed})", style="bold")
+            if edit.protected is not None:
+                self.ask.line(
+                    f"  ! protected: {edit.protected} (asked even after [s]ession)",
+                    style="yellow bold",
+                )
+            diff_lines(self.ask, edit.diff)
+        warning = hidden_warning("".join(edit.diff for edit in edits))
+        if warning:
+            self.ask.line(f"  {warning}", style="yellow bold")
 
     def note(self, text: str, style: str = "") -> None:
         self.ask.line(f"  {text}", style=style)

@@ -32,6 +32,7 @@ from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
+from server.documents import OpenDocuments
 from server.framing import serve_frames
 from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options
@@ -164,7 +165,9 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         __version__,
         protocol_cls=GatehouseProtocol,
         converter_factory=make_converter,
-        text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
+        # Like any language server: the editor reports the documents it has open, so that an edit
+        # of a file with unsaved changes is refused (server/documents.py).
+        text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
     )
     protocol = server.protocol
     scratch_root = launch.scratch_root or make_scratch_root()
@@ -214,6 +217,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
     protocol.request_methods = frozenset(
         m.name for m in METHODS if m.direction == "client->server" and m.kind == "request"
     )
+    _track_documents(server, service.documents)
     model_methods = ModelMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
@@ -230,6 +234,33 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
             _route(server, method, routes[method.name])
     server.service = service
     return server
+
+
+def _track_documents(server: LanguageServer, documents: OpenDocuments) -> None:
+    """Keep ``documents`` up to date with the editor's ``textDocument/did*`` notifications (pygls
+    keeps the text itself)."""
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        documents.opened(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        documents.changed(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
+        documents.changed(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
+        documents.closed(params.text_document.uri)
+
+    def text_of(uri: str) -> str | None:
+        document = server.workspace.text_documents.get(uri)
+        return None if document is None else document.source
+
+    documents.bind(text_of)
 
 
 def _route(server: LanguageServer, method: Method, handler: Handler) -> None:

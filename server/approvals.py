@@ -25,7 +25,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, Protocol
 
@@ -34,8 +34,16 @@ from pydantic import ValidationError
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, ClientDecision
 from engine.rules.decision import Choice, choices_for
+from engine.tools.diffs import diff_counts
 from sandbox.info import SandboxInfo
-from server.protocol import TOOL_CONFIRM, SandboxState, ToolConfirmParams, ToolConfirmResult
+from server.protocol import (
+    TOOL_CONFIRM,
+    ProposedEdit,
+    SandboxState,
+    ToolConfirmParams,
+    ToolConfirmResult,
+    UserEdit,
+)
 from server.protocol.display import hidden_warning, visible
 from server.rules import choice_view
 from server.transport import ClientCancelled
@@ -143,7 +151,28 @@ def _parse_tool_confirm(
         return ApprovalOutcome("failed", "the editor's answer named another approval")
     if answer.content_sha256 is not None and answer.content_sha256 != request.content_sha256:
         return ApprovalOutcome("failed", "the editor's answer was for other content")
-    return _outcome(_choose(request, answer.decision, answer.choice), answer.message)
+    outcome = _outcome(_choose(request, answer.decision, answer.choice), answer.message)
+    if not outcome.allows or not answer.edits:
+        return outcome
+    return _with_versions(outcome, request, answer.edits)
+
+
+def _with_versions(
+    outcome: ApprovalOutcome, request: ApprovalRequest, edits: list[UserEdit]
+) -> ApprovalOutcome:
+    """An allow of an edit with the user's own version of some files; ``failed`` when one is
+    not a file the call creates or changes, or appears twice."""
+    writable = {e.path for e in request.edits if e.action != "delete"}
+    versions: dict[str, str] = {}
+    for edit in edits:
+        if edit.path not in writable or edit.path in versions:
+            return ApprovalOutcome(
+                "failed",
+                f"the editor's answer was malformed (edits: {edit.path!r} is not a file this "
+                "call creates or changes, or appears twice)",
+            )
+        versions[edit.path] = edit.content
+    return replace(outcome, edits=versions)
 
 
 def _parse_message_action(
@@ -166,7 +195,10 @@ def action_title(choice: Choice) -> str:
 
 
 def shown_code(request: ApprovalRequest) -> str:
-    """What a person reviews: the code or command itself, else the arguments as JSON."""
+    """What a person reviews: the diff of an edit, the code or command itself, else the
+    arguments as JSON."""
+    if request.edits:
+        return "".join(edit.diff for edit in request.edits)
     for key in ("code", "command"):
         value = request.arguments.get(key)
         if isinstance(value, str) and set(request.arguments) == {key}:
@@ -174,19 +206,42 @@ def shown_code(request: ApprovalRequest) -> str:
     return json.dumps(request.arguments, ensure_ascii=False, indent=2)
 
 
+def diff_stat(request: ApprovalRequest) -> list[str]:
+    """One line per file of an edit: path, lines added and removed, action (and protection)."""
+    lines = []
+    for edit in request.edits:
+        added, removed = diff_counts(edit.diff)
+        line = f"{visible(edit.path)} | +{added} -{removed} ({edit.action})"
+        if edit.protected is not None:
+            line += f" PROTECTED: {visible(edit.protected)}; asked even after Allow for session"
+        lines.append(line)
+    return lines
+
+
+def _head(request: ApprovalRequest, settings: PromptSettings) -> str:
+    where = visible(settings.workspace)
+    if request.edits:
+        count = len(request.edits)
+        files = "a file" if count == 1 else f"{count} files"
+        return (
+            f"Gatehouse wants to change {files} in {where} with the {visible(request.name)} "
+            "tool:\n" + "\n".join(diff_stat(request))
+        )
+    network = "on" if settings.sandbox.network else "off"
+    return (
+        f"Gatehouse wants to run the {visible(request.name)} tool in {where} "
+        f"(isolation: {settings.sandbox.level}, network: {network})."
+    )
+
+
 def message_request(
     request: ApprovalRequest, settings: PromptSettings
 ) -> lsp.ShowMessageRequestParams:
     """The ``window/showMessageRequest`` fallback prompt: everything shown, Deny first."""
-    network = "on" if settings.sandbox.network else "off"
     code = shown_code(request)
     lines = visible(code).split("\n")
     complete = len(lines) <= FALLBACK_MAX_LINES and len(code) <= FALLBACK_MAX_CHARS
-    head = (
-        f"Gatehouse wants to run the {visible(request.name)} tool in {visible(settings.workspace)} "
-        f"(isolation: {settings.sandbox.level}, network: {network})."
-    )
-    parts = [head]
+    parts = [_head(request, settings)]
     warning = hidden_warning(code)
     if warning:
         parts.append(warning)
@@ -254,6 +309,11 @@ class Approvals:
                 content_sha256=request.content_sha256,
                 choices=[choice_view(c) for c in offered_choices(request)],
                 unclear=list(request.unclear) or None,
+                edits=[
+                    ProposedEdit(path=e.path, action=e.action, diff=e.diff, protected=e.protected)
+                    for e in request.edits
+                ]
+                or None,
             ).wire()
             parse = _parse_tool_confirm
         else:

@@ -153,10 +153,16 @@ class ServerOptions(_Options):
     confirm_code_execution: bool = setting(
         True, "Ask before every python and terminal call.", scope="machine"
     )
+    confirm_file_edits: bool = setting(
+        True,
+        "Ask before every edit_file, write_file and apply_patch call, showing the diff (edits of "
+        "auto-run paths such as .git or .vscode are asked about even when this is off).",
+        scope="machine",
+    )
     bypass_permissions: bool = setting(
         False,
         "Ask nothing and run tool calls without the sandbox (secrets are still stripped from the "
-        "environment). Wins over both confirm flags.",
+        "environment). Wins over every confirm flag.",
         scope="machine",
     )
     confirm_timeout_seconds: float = setting(

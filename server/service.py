@@ -22,6 +22,7 @@ from engine.turns import TurnControl, TurnRequest, TurnResult
 from sandbox.tiers import Sandbox, unsandboxed
 from server.approvals import Approvals, ClientChannel, PromptSettings
 from server.backends import BackendManager
+from server.documents import OpenDocuments
 from server.errors import InvalidParams, InvalidRequest, unknown_session
 from server.model_queue import ModelQueue, QueuedBackend, waiting_text
 from server.options import ServerOptions
@@ -94,6 +95,8 @@ class AgentService:
         self.models = BackendManager(options)
         self.model_queue = ModelQueue()
         self.rules = RulesService(self.sessions, workspace)
+        self.documents = OpenDocuments()
+        """The editor's open documents (kept up to date by the server's did* handlers)."""
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -174,6 +177,7 @@ class AgentService:
             confirm_tool_calls=_pick(params.confirm_tool_calls, o.confirm_tool_calls),
             confirm_code_execution=_pick(params.confirm_code_execution, o.confirm_code_execution),
             bypass_permissions=_pick(params.bypass_permissions, o.bypass_permissions),
+            confirm_file_edits=_pick(params.confirm_file_edits, o.confirm_file_edits),
         )
         defaults = self.models.defaults(params.model)
         tools = params.enabled_tools if params.enabled_tools is not None else defaults.tools
@@ -288,7 +292,7 @@ class AgentService:
                 backend = QueuedBackend(backend, self.model_queue, tell)
             from engine.loop import AgentLoop  # noqa: PLC0415 - loaded with the first turn
 
-            loop = AgentLoop(backend, builtin_tools(), session.box)
+            loop = AgentLoop(backend, builtin_tools(), session.box, documents=self.documents)
             result = await loop.run(
                 session.conversation,
                 request,

@@ -28,6 +28,7 @@ from engine.events import (
 )
 from sandbox.info import SandboxInfo
 from server.protocol import (
+    AppliedFileEdit,
     ContentEvent,
     ProtectedPath,
     ReasoningEvent,
@@ -84,6 +85,13 @@ def event_to_wire(event: AgentEvent, session_id: str, turn_id: str) -> WireModel
             ]
             or None,
             decided_by=None if event.decided_by is None else decided_by_view(event.decided_by),
+            edits=[
+                AppliedFileEdit(
+                    path=e.path, action=e.action, diff=e.diff, user_edited=e.user_edited
+                )
+                for e in event.edits
+            ]
+            or None,
         )
     assert isinstance(event, StatusNote)
     return StatusEvent(**head, text=event.text)

@@ -17,6 +17,9 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "read_file",
     "list_files",
     "search_files",
+    "edit_file",
+    "write_file",
+    "apply_patch",
 )
 """Every built-in tool, in the order a model is shown them."""
 
@@ -24,10 +27,11 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
 @cache
 def builtin_tools() -> Mapping[str, Tool]:
     """Every built-in tool by name, loaded on first use."""
+    from engine.tools.edits import EDIT_TOOLS  # noqa: PLC0415
     from engine.tools.execution import EXECUTION_TOOLS  # noqa: PLC0415
     from engine.tools.files import FILE_TOOLS  # noqa: PLC0415
 
-    tools = {tool.name: tool for tool in (*EXECUTION_TOOLS, *FILE_TOOLS)}
+    tools = {tool.name: tool for tool in (*EXECUTION_TOOLS, *FILE_TOOLS, *EDIT_TOOLS)}
     if tuple(tools) != BUILTIN_TOOL_NAMES:
         raise RuntimeError(f"BUILTIN_TOOL_NAMES is out of date: the tools are {tuple(tools)}")
     return tools

@@ -7,12 +7,14 @@ A tool failure is a :class:`ToolError`: the loop turns it into a tool result the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from engine.edits import AppliedEdit, EditorDocuments, ReadLedger
 
 if TYPE_CHECKING:  # the runner and the workspace guard load on the first command
     from sandbox.binding import Binding
@@ -46,6 +48,13 @@ class ToolContext:
     on_output: Callable[[str], None] = field(default=lambda _text: None)
     box: Box | None = None
     """Where approved code runs (bound per session; None: the workspace, no sandbox)."""
+    reads: ReadLedger = field(default_factory=ReadLedger)
+    """What the model read in this session (``read_file`` records, the edit tools check)."""
+    documents: EditorDocuments | None = None
+    """The editor's open documents (None: no editor tracks any)."""
+    before_change: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
+    """Awaited with the relative paths right before an approved edit is written (a hook for
+    checkpoints; see :func:`engine.tools.edits.EditTool.apply`)."""
     digest: str | None = None
     """The SHA-256 the decision to run this call recorded (:mod:`sandbox.binding`): a tool that
     starts a process hands it to the box with the arguments it really runs (:meth:`Tool.binding`),
@@ -78,11 +87,14 @@ class ToolOutcome:
     sandbox: SandboxInfo | None = None
     protected: tuple[ProtectedChange, ...] = ()
     """Auto-run paths the call created or changed and what was done about each."""
+    edits: tuple[AppliedEdit, ...] = ()
+    """The files an edit tool changed, as they are now."""
 
 
-ToolKind = Literal["execute", "read", "search"]
+ToolKind = Literal["execute", "read", "search", "edit"]
 """What a tool does: ``execute`` runs code (in the sandbox, asked about under
-``confirmCodeExecution``); ``read`` and ``search`` only look at the workspace."""
+``confirmCodeExecution``); ``edit`` changes files (asked about under ``confirmFileEdits``, with
+the diff); ``read`` and ``search`` only look at the workspace."""
 
 
 class Tool(ABC):
@@ -98,6 +110,12 @@ class Tool(ABC):
         """True for tools that execute code: they run in the sandbox and are refused below
         ``sandbox.minLevel``."""
         return self.kind == "execute"
+
+    @property
+    def edits_files(self) -> bool:
+        """True for the edit tools (``edit_file``, ``write_file``, ``apply_patch``): what they
+        would change is shown as a diff before it is written."""
+        return self.kind == "edit"
 
     @classmethod
     def parameters_schema(cls) -> dict[str, Any]:

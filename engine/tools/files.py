@@ -20,7 +20,9 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from engine.edits import ReadLedger, digest
 from engine.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolKind, ToolOutcome
+from engine.tools.filetext import MAX_EDIT_BYTES, sniff_encoding
 from engine.tools.search import (
     MAX_SEARCH_FILE_BYTES,
     MAX_SEARCH_MATCHES,
@@ -71,24 +73,29 @@ class ListFilesArgs(ToolArgs):
 # --- read_file -------------------------------------------------------------------------------
 
 
-def _read_file(workspace: Path, path: str) -> str:
+def _read_file(workspace: Path, path: str, reads: ReadLedger | None = None) -> str:
     with WorkspaceFS(workspace) as fs:
         opened, info = fs.open_file(path)
     shown = opened.relative
-    data = read_fd(opened.fd, MAX_READ_BYTES + 1, shown)
-    if is_binary(data):
+    # The whole file (up to what the edit tools change) is read, for the read ledger's digest.
+    data = read_fd(opened.fd, MAX_EDIT_BYTES + 1, shown)
+    encoding, bom = sniff_encoding(data)
+    body = data[len(bom) :]
+    if encoding == "utf-8" and is_binary(body):
         raise ToolError(
             f"{shown} looks like a binary file (it contains NUL bytes); "
             "read_file only shows text files."
         )
-    if len(data) <= MAX_READ_BYTES:
-        text = data.decode("utf-8", errors="replace")
+    if reads is not None and len(data) <= MAX_EDIT_BYTES:
+        reads.record(shown, digest(data))  # what the model read, for read-before-edit
+    if len(body) <= MAX_READ_BYTES:
+        text = body.decode(encoding, errors="replace")
         return text if text else f"({shown} is an empty file)"
     total = max(info.st_size, len(data))
     # An incremental decoder drops a multi-byte character cut in half at the limit.
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    text = decoder.decode(data[:MAX_READ_BYTES], final=False)
-    omitted = total - MAX_READ_BYTES
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    text = decoder.decode(body[:MAX_READ_BYTES], final=False)
+    omitted = total - len(bom) - MAX_READ_BYTES
     return (
         f"{text}\n\n[Truncated: {shown} is {total} bytes long; only the first {MAX_READ_BYTES} "
         f"bytes are shown and {omitted} bytes were omitted. "
@@ -214,7 +221,7 @@ class ReadFileTool(Tool):
     args_model: ClassVar[type[ToolArgs]] = ReadFileArgs
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutcome:
-        text = await asyncio.to_thread(_read_file, ctx.workspace, args.path)
+        text = await asyncio.to_thread(_read_file, ctx.workspace, args.path, ctx.reads)
         return ToolOutcome(text=text)
 
 

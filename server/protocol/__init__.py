@@ -20,7 +20,13 @@ from engine.approvals import ClientDecision
 from engine.events import StopReason, ToolStatus
 from engine.gate import ConfirmReason
 from sandbox.info import IsolationLevel
-from server.protocol.approvals import SandboxState, ToolConfirmParams, ToolConfirmResult
+from server.protocol.approvals import (
+    ProposedEdit,
+    SandboxState,
+    ToolConfirmParams,
+    ToolConfirmResult,
+    UserEdit,
+)
 from server.protocol.base import ClientAnswer, StrictParams, WireModel, optional
 from server.protocol.chat import (
     CancelParams,
@@ -73,6 +79,7 @@ from server.protocol.status import (
     StatusResult,
 )
 from server.protocol.stream import (
+    AppliedFileEdit,
     ContentEvent,
     ProtectedPath,
     ReasoningEvent,
@@ -238,6 +245,7 @@ __all__ = [
     "TOOL_CONFIRM",
     "AddRuleParams",
     "AddRuleResult",
+    "AppliedFileEdit",
     "BusySessionData",
     "CancelParams",
     "CancelResult",
@@ -259,6 +267,7 @@ __all__ = [
     "ModelUnavailableData",
     "ModelsParams",
     "ModelsResult",
+    "ProposedEdit",
     "ProtectedPath",
     "PullCancelledData",
     "PullFailedData",
@@ -291,6 +300,7 @@ __all__ = [
     "ToolStartEvent",
     "ToolStatus",
     "UnwiredGateData",
+    "UserEdit",
     "WireModel",
     "optional",
     "stream_event_adapter",

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from engine.approvals import ClientDecision
+from engine.edits import EditAction
 from engine.gate import ConfirmReason
 from sandbox.info import IsolationLevel
 from server.protocol.base import ClientAnswer, WireModel, optional
@@ -19,6 +20,28 @@ class SandboxState(WireModel):
 
     level: IsolationLevel = Field(description="strong, standard, limits-only or none.")
     network: bool = Field(description="Whether the code can reach the network.")
+
+
+class ProposedEdit(WireModel):
+    """One file an edit call would change, as the person reviews it."""
+
+    path: str = Field(description="Relative to the workspace (every symbolic link resolved).")
+    action: EditAction = Field(description="create, modify or delete.")
+    diff: str = Field(
+        description="The full unified diff (git style: --- a/path, +++ b/path, @@ hunks; "
+        "/dev/null for a created or deleted file), never shortened."
+    )
+    protected: str | None = optional(
+        "Present when the path is an auto-run path (.git, hooks, .vscode, ...) or part of the "
+        "server's own code: what runs or reads it. Such an edit is always asked about."
+    )
+
+
+class UserEdit(ClientAnswer):
+    """The user's own version of one file of an edit (full content), written instead."""
+
+    path: str = Field(description="As in the request's edits[].path.")
+    content: str = Field(description="The whole text of the file as the user wants it.")
 
 
 class ToolConfirmParams(WireModel):
@@ -34,8 +57,10 @@ class ToolConfirmParams(WireModel):
     name: str = Field(description="The tool's name.")
     arguments: dict[str, Any] = Field(description="Exactly what will run, in full.")
     reason: ConfirmReason = Field(
-        description="code_execution (python/terminal under confirmCodeExecution), all_tools "
-        "(confirmToolCalls) or ask_rule (an ask rule matched)."
+        description="code_execution (python/terminal under confirmCodeExecution), file_edit "
+        "(edit_file/write_file/apply_patch under confirmFileEdits), all_tools "
+        "(confirmToolCalls), ask_rule (an ask rule matched) or protected_path (an edit of an "
+        "auto-run path: always asked, even after allow_session or with an allow rule)."
     )
     sandbox: SandboxState = Field(description="The isolation the call would run under.")
     content_sha256: str = Field(
@@ -50,6 +75,9 @@ class ToolConfirmParams(WireModel):
     unclear: list[str] | None = optional(
         "terminal: why rules could not allow this command (e.g. 'runs a command "
         "substitution'), for the person."
+    )
+    edits: list[ProposedEdit] | None = optional(
+        "Present for the edit tools: every file the call would change, with its full diff."
     )
 
 
@@ -69,4 +97,9 @@ class ToolConfirmResult(ClientAnswer):
     )
     content_sha256: str | None = optional(
         "Optional echo of the request's contentSha256; when present it must match."
+    )
+    edits: list[UserEdit] | None = optional(
+        "With an allow of an edit: the user's own version of some of its files (created or "
+        "modified ones, each at most once), written instead of the proposal; the model is told "
+        "how it differs. Any other path makes the answer malformed."
     )

@@ -40,6 +40,9 @@ class ChatParams(StrictParams):
         default=None,
         description="Override of the server's confirmCodeExecution for this request.",
     )
+    confirm_file_edits: StrictBool | None = Field(
+        default=None, description="Override of the server's confirmFileEdits for this request."
+    )
     bypass_permissions: StrictBool | None = Field(
         default=None, description="Override of the server's bypassPermissions for this request."
     )

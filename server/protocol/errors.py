@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from engine.gate import GateFlag
 from server.protocol.base import WireModel
 from server.protocol.model_list import PullCancelledData, PullFailedData
 
@@ -40,9 +41,7 @@ class InvalidParamsData(WireModel):
 class UnwiredGateData(WireModel):
     """``data`` of -32600 when a permission flag would need a prompt this client cannot show."""
 
-    param: Literal["confirmToolCalls", "confirmCodeExecution"] = Field(
-        description="The flag that needs a prompt."
-    )
+    param: GateFlag = Field(description="The flag that needs a prompt.")
 
 
 class BusySessionData(WireModel):

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
+from engine.edits import EditAction
 from engine.events import ToolStatus
 from sandbox.info import ProtectedAction
 from server.protocol.approvals import SandboxState
@@ -23,6 +24,18 @@ class ProtectedPath(WireModel):
         "original written back) or removed (the call removed it; reported only)."
     )
     detail: str = Field(description="What happened, for a person.")
+
+
+class AppliedFileEdit(WireModel):
+    """A file an edit call changed, as it is now on disk."""
+
+    path: str = Field(description="Relative to the workspace.")
+    action: EditAction = Field(description="create, modify or delete.")
+    diff: str = Field(description="The full unified diff of what was written.")
+    user_edited: bool = Field(
+        description="True when the user changed the proposal before accepting it (the diff is "
+        "then of the user's version)."
+    )
 
 
 class StreamHead(WireModel):
@@ -96,6 +109,9 @@ class ToolEndEvent(StreamHead):
         "Who decided whether the call ran (a rule, a person's answer, the settings, or a "
         "failure to answer) and the SHA-256 of what was decided; absent when the call never "
         "reached the gate (invalid arguments, an unknown tool)."
+    )
+    edits: list[AppliedFileEdit] | None = optional(
+        "Present when an edit tool changed files: each file and the diff really applied."
     )
 
 

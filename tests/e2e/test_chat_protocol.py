@@ -24,7 +24,13 @@ FIRST_TURN = "The first scripted answer."
 async def test_initialize_advertises_gatehouse_tools_and_sandbox(start_server: StartServer) -> None:
     peer = await start_server()
     gatehouse = peer.init_result.capabilities.experimental["gatehouse"]
-    assert gatehouse["tools"] == ["python", "terminal", "read_file", "list_files", "search_files"]
+    assert gatehouse["tools"] == [
+        *("python", "terminal", "read_file", "list_files", "search_files"),
+        *("edit_file", "write_file", "apply_patch"),
+    ]
+    # Like any language server, it asks the editor for its open documents (incremental sync).
+    sync = peer.init_result.capabilities.text_document_sync
+    assert sync.open_close is True and sync.change == 2 and sync.save
     assert gatehouse["sandbox"]["level"] in ("strong", "standard", "limits-only", "none")
     assert isinstance(gatehouse["sandbox"]["network"], bool)
     assert gatehouse["version"]
@@ -59,6 +65,8 @@ async def test_streamed_deltas_concatenate_to_the_result_text_without_markup(
         ({"confirmToolCalls": True}, "confirmToolCalls"),
         ({"confirmToolCalls": True, "enabledTools": ["read_file"]}, "confirmToolCalls"),
         ({"enabledTools": ["python"]}, "confirmCodeExecution"),
+        ({"confirmCodeExecution": False}, "confirmFileEdits"),
+        ({"enabledTools": ["read_file", "apply_patch"]}, "confirmFileEdits"),
     ],
 )
 async def test_a_gate_the_client_cannot_show_is_refused_before_the_model_runs(
@@ -84,7 +92,8 @@ async def test_a_gate_the_client_cannot_show_is_refused_before_the_model_runs(
         {"maxToolCalls": 0},
         {"enabledTools": ["read_file", "list_files", "search_files"]},
         {"enabledTools": []},
-        {"confirmCodeExecution": False},
+        {"confirmCodeExecution": False, "confirmFileEdits": False},
+        {"enabledTools": ["read_file", "edit_file"], "confirmFileEdits": False},
     ],
 )
 async def test_requests_that_could_never_prompt_are_served_without_a_prompt_capability(

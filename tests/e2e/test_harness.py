@@ -460,3 +460,32 @@ async def test_framing_counts_bytes_and_skips_junk() -> None:
     with pytest.raises(asyncio.IncompleteReadError):
         await read_message(reader)
     assert encode_message({"a": "é"}) == b'Content-Length: 10\r\n\r\n{"a":"\xc3\xa9"}'
+
+
+def test_an_edit_is_asked_about_as_a_coloured_diff_with_hidden_characters_shown(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    (workspace / "notes.txt").write_text("one\ntwo\nthree\n")
+    read = json.dumps({"name": "read_file", "arguments": {"path": "notes.txt"}})
+    sneaky = "2 \u202e# fine\x1b[2K"
+    edit = json.dumps(
+        {
+            "name": "edit_file",
+            "arguments": {"path": "notes.txt", "old_text": "two", "new_text": sneaky},
+        }
+    )
+    s = script(f"<tool_call>{read}</tool_call>", f"<tool_call>{edit}</tool_call>", "Edited.")
+    term = Terminal(chat_argv(workspace, s, "edit it", "--approve", "ask"))
+    seen = term.read_until("(Enter = deny)")
+    assert "✎ notes.txt: modify (+1 -1)" in seen
+    assert "--- a/notes.txt" in seen and "@@ -1,3 +1,3 @@" in seen
+    assert "-two\n" in seen.replace("\r\n", "\n")
+    assert "+2 <U+202E># fine\\x1b[2K" in seen  # the display rule applies to diffs
+    assert "hidden or control characters" in seen
+    assert "\x1b[32m" in term.seen and "\x1b[31m" in term.seen  # + green, - red
+    assert "\u202e" not in term.seen and "\x1b[2K" not in term.seen
+    assert (workspace / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    term.type("y\n")
+    assert term.finish() == 0, term.seen
+    assert (workspace / "notes.txt").read_text() == f"one\n{sneaky}\nthree\n"
+    assert "✓ edit_file done" in ANSI.sub("", term.seen)

@@ -69,6 +69,35 @@ async def test_grammar_constrained_tool_call_goes_through_the_gate(
     assert end["sandbox"]["level"] in ("strong", "standard", "limits-only")
 
 
+async def test_grammar_constrained_edit_file_call_goes_through_the_gate(
+    start_server: StartServer,
+) -> None:
+    # A 135M model copies its examples (engine/prompting.py): the README holds what they name.
+    peer = await start_server(server_args=[*LLAMA, "--tool-grammar"])
+    readme = peer.workspace / "README.md"
+    readme.write_text("# Greeter\nHi, this project greets people.\n")
+    first = await peer.chat(
+        "Show me the README.", enabledTools=["read_file"], maxToolCalls=1, maxTokens=60, seed=1
+    )
+    assert [c["status"] for c in first["toolCalls"]] == ["completed"]  # read before the edit
+    await peer.chat(
+        "In the README, write Hello instead of Hi.",
+        sessionId=first["sessionId"],
+        enabledTools=["edit_file"],
+        maxToolCalls=1,
+        maxTokens=120,
+        seed=1,
+    )
+    assert len(peer.confirms) == 1  # a valid call (it matches the file) reached the gate
+    [confirm] = peer.confirms
+    assert (confirm["name"], confirm["reason"]) == ("edit_file", "file_edit")
+    [edit] = confirm["edits"]
+    assert edit["path"] == "README.md" and edit["action"] == "modify"
+    end = peer.of_type("tool_end")[-1]
+    assert end["status"] == "completed" and end["edits"][0]["diff"] == edit["diff"]
+    assert readme.read_text() != "# Greeter\nHi, this project greets people.\n"
+
+
 async def test_a_missing_model_is_refused_without_evicting_the_loaded_one(
     start_server: StartServer,
 ) -> None:

@@ -105,3 +105,22 @@ async def test_requests_after_shutdown_are_refused_not_ignored(wire: Wire) -> No
         assert exc.code == -32600 and "shutting down" in exc.message
     else:
         raise AssertionError("a request after shutdown must get an error")
+
+
+async def test_document_notifications_out_of_order_or_malformed_change_nothing(wire: Wire) -> None:
+    """The server tracks open documents (for the edit tools); an editor that sends them wrong
+    gets no popup and no crash."""
+    uri = "file:///nowhere/never-opened.py"
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": "x"}]}
+    wire.client.notify("textDocument/didChange", change)
+    wire.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    wire.client.notify("textDocument/didOpen", {"textDocument": {"uri": 7}})
+    wire.client.notify("textDocument/didSave", {})
+    bad_range = {"range": {"start": {"line": 99, "character": 0}}, "text": "y"}
+    wire.client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [bad_range]},
+    )
+    status = await wire.client.request("agent/status", {})
+    assert status["backend"] == "scripted"
+    assert wire.popups() == []

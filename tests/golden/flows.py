@@ -27,6 +27,7 @@ from tests.golden.transcript import (
     ServerPeer,
     merge_key,
     normalise,
+    write_files,
 )
 
 TOOL_CONFIRM = {"experimental": {"toolConfirm": True}}
@@ -74,14 +75,30 @@ class Send:
 
 
 @dataclass
+class WriteFile:
+    """Change a workspace file behind the server's back (someone else edits it)."""
+
+    path: str
+    content: str
+    after: dict[str, Any] | None = None
+
+
+@dataclass
 class Flow:
     name: str
     summary: str
     turns: list[Any]
-    actions: list[Send]
+    actions: list[Send | WriteFile]
     done: dict[str, Any]
     capabilities: dict[str, Any] = field(default_factory=lambda: dict(TOOL_CONFIRM))
     options: dict[str, Any] | None = None
+    files: dict[str, str] | None = None
+    """Files the workspace holds before the server starts."""
+
+
+NOTES = {"notes.txt": "one\ntwo\nthree\n"}
+READ_NOTES = call("read_file", path="notes.txt")
+EDIT_NOTES = call("edit_file", path="notes.txt", old_text="two", new_text="2")
 
 
 FLOWS: list[Flow] = [
@@ -210,6 +227,57 @@ FLOWS: list[Flow] = [
         capabilities={},
     ),
     Flow(
+        "edit_allow",
+        "An edit_file call: toolConfirm carries the diff, allow writes it, tool_end the edits.",
+        [READ_NOTES, "Now the edit. " + EDIT_NOTES, "Changed two to 2."],
+        [Send(chat(1)), Send(reply(APPROVAL, {"decision": "allow"}), after=ASKED)],
+        {"id": 1},
+        files=dict(NOTES),
+    ),
+    Flow(
+        "edit_deny",
+        "The user denies an edit: nothing is written, the model is told.",
+        [READ_NOTES, EDIT_NOTES, "Leaving it."],
+        [
+            Send(chat(1)),
+            Send(reply(APPROVAL, {"decision": "deny", "message": "keep words"}), after=ASKED),
+        ],
+        {"id": 1},
+        files=dict(NOTES),
+    ),
+    Flow(
+        "edit_user_version",
+        "Allow with the user's own version: it is written, and the model is told the difference.",
+        [READ_NOTES, EDIT_NOTES, "Noted your version."],
+        [
+            Send(chat(1)),
+            Send(
+                reply(
+                    APPROVAL,
+                    {
+                        "decision": "allow",
+                        "edits": [{"path": "notes.txt", "content": "one\nTWO (2)\nthree\n"}],
+                    },
+                ),
+                after=ASKED,
+            ),
+        ],
+        {"id": 1},
+        files=dict(NOTES),
+    ),
+    Flow(
+        "edit_stale",
+        "The file changes while the prompt is open: allow writes nothing; the model must re-read.",
+        [READ_NOTES, EDIT_NOTES, "I will read it again."],
+        [
+            Send(chat(1)),
+            WriteFile("notes.txt", "one\ntwo\nthree\nfour\n", after=ASKED),
+            Send(reply(APPROVAL, {"decision": "allow"})),
+        ],
+        {"id": 1},
+        files=dict(NOTES),
+    ),
+    Flow(
         "error_parse",
         "-32700: the body is not valid JSON (answered with id null).",
         [],
@@ -324,6 +392,7 @@ async def record(flow: Flow) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gatehouse-golden-") as tmp:
         workspace = Path(tmp, "ws")
         workspace.mkdir()
+        write_files(workspace, flow.files or {})
         script = Path(tmp, "script.json")
         script.write_text(json.dumps({"turns": flow.turns}), encoding="utf-8")
         peer = ServerPeer(workspace)
@@ -357,7 +426,10 @@ async def record(flow: Flow) -> dict[str, Any]:
             for action in flow.actions:
                 if action.after is not None:
                     await receive_until(action.after)
-                if action.raw:
+                if isinstance(action, WriteFile):
+                    write_files(workspace, {action.path: action.content})
+                    steps.append({"writeFile": {"path": action.path, "content": action.content}})
+                elif action.raw:
                     peer.send_raw(action.message)
                     steps.append({"sendRaw": action.message})
                 else:
@@ -380,6 +452,8 @@ async def record(flow: Flow) -> dict[str, Any]:
     }
     if flow.options is not None:
         transcript["initializationOptions"] = flow.options
+    if flow.files is not None:
+        transcript["files"] = flow.files
     transcript["steps"] = steps
     return transcript
 

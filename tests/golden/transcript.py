@@ -1,7 +1,9 @@
 """Recording and replaying golden transcripts against a real server over stdio.
 
 A transcript is a list of steps: ``{"send": message}`` (or ``{"sendRaw": text}`` for bytes that are
-not a JSON-RPC message) and ``{"expect": message}``. Values the server makes up are placeholders:
+not a JSON-RPC message), ``{"expect": message}`` and ``{"writeFile": {"path", "content"}}`` (a
+workspace file changed behind the server's back); ``files`` holds what the workspace holds first.
+Values the server makes up are placeholders:
 ``<session:N>``, ``<call:N>``, ``<approval:N>``, ``<request:N>`` (a server request's id; bound at
 first sight, equal ever after, also inside
 other strings such as turn and request ids), ``<workspace>``, ``<level>``, and ``<any>`` for text
@@ -269,6 +271,14 @@ class ServerPeer:
             self._reader.cancel()
 
 
+def write_files(workspace: Path, files: dict[str, str]) -> None:
+    """Put ``files`` (relative path -> text) into the workspace."""
+    for relative, content in files.items():
+        path = workspace / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
 def _validate(message: dict[str, Any], sent: dict[Any, str]) -> None:
     """Every server message must also be what the protocol models say (server/protocol)."""
     method = message.get("method")
@@ -293,6 +303,7 @@ async def replay(transcript: dict[str, Any], tmp: Path) -> None:
     Every message is also validated against the protocol models."""
     workspace = tmp / "ws"
     workspace.mkdir(exist_ok=True)
+    write_files(workspace, transcript.get("files", {}))
     script = tmp / "script.json"
     script.write_text(json.dumps({"turns": transcript["turns"]}), encoding="utf-8")
     peer = ServerPeer(workspace)
@@ -311,6 +322,8 @@ async def replay(transcript: dict[str, Any], tmp: Path) -> None:
                 peer.send(message)
             elif "sendRaw" in step:
                 peer.send_raw(step["sendRaw"])
+            elif "writeFile" in step:
+                write_files(workspace, {step["writeFile"]["path"]: step["writeFile"]["content"]})
             else:
                 expected = step["expect"]
                 actual = await _merged_to(peer, expected)

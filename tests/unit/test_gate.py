@@ -1,9 +1,12 @@
 """The confirmation gate: which tool calls a person must approve, and which requests are refused.
 
-The truth table is checked against the seed formula written out here, independently of the code
-(the code reads "runs code" from the tool, the formula from the names)::
+The truth table is checked against the seed formula, extended by issue 10's one term, written out
+here independently of the code (the code reads "runs code" and "edits files" from the tool, the
+formula from the names)::
 
-    needs_confirm = (confirm_tool_calls or (confirm_code_execution and name in {python, terminal}))
+    needs_confirm = (confirm_tool_calls
+                     or (confirm_code_execution and name in {python, terminal})
+                     or (confirm_file_edits and name in {edit_file, write_file, apply_patch}))
                     and not bypass_permissions
 """
 
@@ -19,7 +22,8 @@ from engine.tools.base import Tool
 
 CODE_TOOLS = ("python", "terminal")
 FILE_TOOLS = ("read_file", "list_files", "search_files")
-ALL_TOOLS = (*CODE_TOOLS, *FILE_TOOLS)
+EDIT_TOOLS = ("edit_file", "write_file", "apply_patch")
+ALL_TOOLS = (*CODE_TOOLS, *FILE_TOOLS, *EDIT_TOOLS)
 
 
 def tools(names: tuple[str, ...]) -> list[Tool]:
@@ -27,60 +31,76 @@ def tools(names: tuple[str, ...]) -> list[Tool]:
 
 
 def seed_needs_confirm(
-    confirm_tool_calls: bool, confirm_code_execution: bool, bypass: bool, name: str
+    confirm_tool_calls: bool,
+    confirm_code_execution: bool,
+    confirm_file_edits: bool,
+    bypass: bool,
+    name: str,
 ) -> bool:
-    """The seed's rule, spelled out case by case."""
+    """The seed's rule and issue 10's term, spelled out case by case."""
     if bypass:
         return False  # bypass wins over everything
     if confirm_tool_calls:
         return True  # every tool is asked about
-    return confirm_code_execution and name in CODE_TOOLS
+    if name in CODE_TOOLS:
+        return confirm_code_execution
+    if name in EDIT_TOOLS:
+        return confirm_file_edits
+    return False
 
+
+FLAGS = list(itertools.product((False, True), repeat=4))
+"""(confirmToolCalls, confirmCodeExecution, confirmFileEdits, bypassPermissions)."""
 
 TRUTH_TABLE = [
     pytest.param(
-        ctc,
-        cce,
-        bypass,
+        (ctc, cce, cfe, bypass),
         name,
-        seed_needs_confirm(ctc, cce, bypass, name),
-        id=f"toolCalls={ctc}-codeExec={cce}-bypass={bypass}-{name}",
+        seed_needs_confirm(ctc, cce, cfe, bypass, name),
+        id=f"toolCalls={ctc}-codeExec={cce}-fileEdits={cfe}-bypass={bypass}-{name}",
     )
-    for ctc, cce, bypass, name in itertools.product(
-        (False, True), (False, True), (False, True), ALL_TOOLS
-    )
+    for (ctc, cce, cfe, bypass), name in itertools.product(FLAGS, ALL_TOOLS)
 ]
 
 
-def test_truth_table_has_all_forty_cases() -> None:
-    assert len(TRUTH_TABLE) == 40
+def test_truth_table_has_every_case() -> None:
+    assert len(TRUTH_TABLE) == 16 * 8 == 128
 
 
-@pytest.mark.parametrize(("ctc", "cce", "bypass", "name", "expected"), TRUTH_TABLE)
+@pytest.mark.parametrize(("flags", "name", "expected"), TRUTH_TABLE)
 def test_user_is_asked_exactly_when_the_seed_rule_says_so(
-    ctc: bool, cce: bool, bypass: bool, name: str, expected: bool
+    flags: tuple[bool, bool, bool, bool], name: str, expected: bool
 ) -> None:
+    ctc, cce, cfe, bypass = flags
     policy = GatePolicy(
-        confirm_tool_calls=ctc, confirm_code_execution=cce, bypass_permissions=bypass
+        confirm_tool_calls=ctc,
+        confirm_code_execution=cce,
+        confirm_file_edits=cfe,
+        bypass_permissions=bypass,
     )
     assert policy.needs_confirm(BUILTIN_TOOLS[name]) is expected
 
 
-def test_default_policy_asks_before_code_runs_but_not_before_reading_files() -> None:
+def test_default_policy_asks_before_code_runs_and_files_change_but_not_before_reading() -> None:
     policy = GatePolicy()
     asked = [name for name in ALL_TOOLS if policy.needs_confirm(BUILTIN_TOOLS[name])]
-    assert asked == list(CODE_TOOLS)
+    assert asked == [*CODE_TOOLS, *EDIT_TOOLS]
 
 
 def test_the_tools_that_run_code_are_exactly_python_and_terminal() -> None:
     assert {t.name for t in BUILTIN_TOOLS.values() if t.runs_code} == set(CODE_TOOLS)
 
 
+def test_the_tools_that_edit_files_are_exactly_the_three_edit_tools() -> None:
+    assert {t.name for t in BUILTIN_TOOLS.values() if t.edits_files} == set(EDIT_TOOLS)
+
+
 def test_every_builtin_tool_is_classified_by_the_gate() -> None:
     # A new built-in tool must be placed on one side of the gate on purpose: its kind says
-    # whether it runs code; this table (and the seed formula above) must then be extended.
+    # whether it runs code or edits files; this table (and the formula above) must then be
+    # extended.
     assert set(BUILTIN_TOOL_NAMES) == set(ALL_TOOLS)
-    assert {t.kind for t in BUILTIN_TOOLS.values()} <= {"execute", "read", "search"}
+    assert {t.kind for t in BUILTIN_TOOLS.values()} <= {"execute", "read", "search", "edit"}
 
 
 @pytest.mark.parametrize(
@@ -106,6 +126,13 @@ def test_every_builtin_tool_is_classified_by_the_gate() -> None:
         (
             GatePolicy(confirm_tool_calls=True, confirm_code_execution=False),
             "search_files",
+            "all_tools",
+        ),
+        (GatePolicy(), "edit_file", "file_edit"),
+        (GatePolicy(confirm_tool_calls=True), "apply_patch", "file_edit"),
+        (
+            GatePolicy(confirm_tool_calls=True, confirm_file_edits=False),
+            "write_file",
             "all_tools",
         ),
     ],
@@ -150,11 +177,20 @@ def test_prompt_tells_the_user_why_they_are_asked(
             id="both-flags-with-no-enabled-tools",
         ),
         pytest.param(
-            GatePolicy(confirm_tool_calls=False, confirm_code_execution=False),
+            GatePolicy(
+                confirm_tool_calls=False, confirm_code_execution=False, confirm_file_edits=False
+            ),
             True,
             ALL_TOOLS,
             25,
             id="no-confirmation-flag",
+        ),
+        pytest.param(
+            GatePolicy(confirm_code_execution=False, confirm_file_edits=True),
+            True,
+            (*CODE_TOOLS, *FILE_TOOLS),
+            25,
+            id="fileEdits-without-an-edit-tool",
         ),
     ],
 )
@@ -196,6 +232,16 @@ def test_request_that_can_never_prompt_is_not_refused(
             "confirmToolCalls",
             id="both-prompt-on-python-toolCalls-wins",
         ),
+        pytest.param(GatePolicy(), ("edit_file",), "confirmFileEdits", id="only-edit_file"),
+        pytest.param(
+            GatePolicy(confirm_code_execution=False),
+            ("read_file", "apply_patch"),
+            "confirmFileEdits",
+            id="read+apply_patch",
+        ),
+        pytest.param(
+            GatePolicy(), ("terminal", "write_file"), "confirmCodeExecution", id="codeExec-first"
+        ),
     ],
 )
 def test_request_that_would_prompt_is_refused_naming_the_flag(
@@ -209,9 +255,9 @@ def test_request_that_would_prompt_is_refused_naming_the_flag(
     )
 
 
-@pytest.mark.parametrize(("ctc", "cce", "bypass", "name", "expected"), TRUTH_TABLE)
+@pytest.mark.parametrize(("flags", "name", "expected"), TRUTH_TABLE)
 def test_with_no_rules_that_match_the_decision_order_asks_exactly_when_the_seed_rule_says_so(
-    ctc: bool, cce: bool, bypass: bool, name: str, expected: bool
+    flags: tuple[bool, bool, bool, bool], name: str, expected: bool
 ) -> None:
     # The rules' decision order (engine/rules/policy.py) keeps the seed's gate: built-in rules
     # and rules for other tools or commands change nothing.
@@ -220,8 +266,12 @@ def test_with_no_rules_that_match_the_decision_order_asks_exactly_when_the_seed_
     from engine.rules.policy import decide
     from engine.rules.store import BUILTIN_RULES
 
+    ctc, cce, cfe, bypass = flags
     policy = GatePolicy(
-        confirm_tool_calls=ctc, confirm_code_execution=cce, bypass_permissions=bypass
+        confirm_tool_calls=ctc,
+        confirm_code_execution=cce,
+        confirm_file_edits=cfe,
+        bypass_permissions=bypass,
     )
     unrelated = RuleBook([*BUILTIN_RULES, Rule("allow", "terminal", "make *")]).index
     args = {"python": {"code": "print(1)"}, "terminal": {"command": "ls"}}.get(name, {"path": "a"})

@@ -4,9 +4,8 @@ choices a prompt offers, who decided each call, and approvals bound to their con
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -19,7 +18,7 @@ from engine.rules.policy import decide
 from engine.rules.shell import analyse
 from engine.rules.store import UserRules, load_workspace_rules
 from engine.tools import BUILTIN_TOOLS
-from engine.tools.base import Tool, ToolContext
+from engine.tools.base import ToolContext
 from engine.tools.execution import TerminalArgs
 from engine.turns import Conversation
 from sandbox.binding import Binding, BindingMismatch, content_digest
@@ -61,23 +60,16 @@ def test_a_deny_rule_on_reading_applies_even_when_reading_is_never_asked_about()
     assert outcome(BUILTIN_TOOLS["read_file"], {"path": "a.txt"}, rules, GatePolicy()) == "run"
 
 
-@dataclass(frozen=True)
-class EditTool:
-    """Stands for the edit tools of issue 10: kind ``edit``, a ``path`` argument."""
-
-    name: str = "edit_file"
-    kind: str = "edit"
-    runs_code: bool = False
-
-
 def test_edit_rules_are_path_globs_matched_on_the_tool_kind_and_its_path_argument() -> None:
-    tool = cast(Tool, EditTool())
+    tool = BUILTIN_TOOLS["edit_file"]
     rules = [Rule("allow", "edit_file", "docs/*.md"), Rule("deny", "edit_file", "**/*.lock")]
     args = {"path": "docs/a.md", "content": "x"}
     assert outcome(tool, args, rules, ASK_ALL) == "run"
     assert outcome(tool, {"path": "docs/sub/a.md"}, rules, ASK_ALL) == "ask"
     assert outcome(tool, {"path": "uv.lock"}, rules, GatePolicy()) == "deny"
-    assert outcome(tool, {"patch": "..."}, rules, ASK_ALL) == "ask"  # paths unknown: never allowed
+    patch_rules = [Rule("allow", "apply_patch", "docs/*.md")]
+    patch = BUILTIN_TOOLS["apply_patch"]
+    assert outcome(patch, {"patch": "..."}, patch_rules, ASK_ALL) == "ask"  # paths unknown
     proposal = propose("edit_file", "edit", None, {"path": "docs/new.md"})
     assert proposal is not None and proposal.pattern == "docs/new.md"  # an edit: the exact file
 

@@ -127,11 +127,54 @@
     if (end.isolation) meta.push('ran under ' + end.isolation);
     if (meta.length) card.append(el('div', 'tool-meta', meta.join(' · ')));
     for (const line of end.protected || []) card.append(el('div', 'tool-protected', 'Protected path: ' + line));
+    for (const line of end.edits || []) card.append(el('div', 'tool-edit', 'Changed ' + line));
     setToolStatus(card, end.status, true);
   }
 
   function row(dl, label, className, value) {
     dl.append(el('dt', null, label), el('dd', className, value));
+  }
+
+  const SIGNS = { add: '+', del: '-', context: ' ', hunk: '', note: '', header: '' };
+
+  /** One file of an edit: its path and counts, Open diff, and the whole diff with line numbers. */
+  function editBlock(view, edit) {
+    const box = el('div', 'approval-edit');
+    box.setAttribute('data-path', edit.path);
+    const head = el('div', 'edit-head');
+    const open = el('button', 'open-diff secondary', 'Open diff');
+    open.type = 'button';
+    open.title = "Open VS Code's diff editor: the file now on the left, the proposal on the right (you can edit it; Accept writes it as it is then)";
+    open.addEventListener('click', () => vscode.postMessage({ type: 'openDiff', approvalId: view.approvalId, path: edit.path }));
+    head.append(
+      el('span', 'edit-path', edit.shownPath),
+      el('span', 'edit-action', edit.action),
+      el('span', 'edit-stat', '+' + edit.added + ' \u2212' + edit.removed),
+      open,
+    );
+    box.append(head);
+    if (edit.protected) box.append(el('div', 'edit-protected', 'Protected: ' + edit.protected));
+    const table = el('table', 'diff');
+    table.tabIndex = 0;
+    for (const line of edit.rows) {
+      if (line.kind === 'header') continue; // the path is above
+      const tr = el('tr', 'diff-row diff-' + line.kind);
+      if (line.kind === 'hunk' || line.kind === 'note') {
+        const td = el('td', 'diff-text', line.text);
+        td.colSpan = 4;
+        tr.append(td);
+      } else {
+        tr.append(
+          el('td', 'ln ln-old', line.oldLine === undefined ? '' : line.oldLine),
+          el('td', 'ln ln-new', line.newLine === undefined ? '' : line.newLine),
+          el('td', 'diff-sign', SIGNS[line.kind]),
+          el('td', 'diff-text', line.text),
+        );
+      }
+      table.append(tr);
+    }
+    box.append(table);
+    return box;
   }
 
   function showApproval(view) {
@@ -140,17 +183,27 @@
     card.setAttribute('role', 'group');
     card.setAttribute('aria-label', 'Approval request for ' + view.tool);
     if (view.weakIsolation) card.classList.add('weak');
+    const edits = Array.isArray(view.edits) ? view.edits : null;
+    if (edits) card.classList.add('edit');
 
     const title = el('div', 'approval-title');
-    title.append(document.createTextNode('Allow '), el('span', 'approval-tool', view.tool), document.createTextNode(' to run?'));
+    if (edits) {
+      const what = edits.length === 1 ? edits[0].shownPath : edits.length + ' files';
+      title.append(document.createTextNode('Allow '), el('span', 'approval-tool', view.tool), document.createTextNode(' to change ' + what + '?'));
+    } else {
+      title.append(document.createTextNode('Allow '), el('span', 'approval-tool', view.tool), document.createTextNode(' to run?'));
+    }
     const lines = view.code.split('\n').length;
-    const label = el('div', 'approval-label', view.codeLabel + ' (' + lines + (lines === 1 ? ' line' : ' lines') + ', shown in full)');
-    const code = el('pre', 'approval-code', view.code);
-    code.tabIndex = 0;
+    const label = edits
+      ? el('div', 'approval-label', view.codeLabel + ' (the whole diff)')
+      : el('div', 'approval-label', view.codeLabel + ' (' + lines + (lines === 1 ? ' line' : ' lines') + ', shown in full)');
+    const code = edits ? el('div', 'approval-edits') : el('pre', 'approval-code', view.code);
+    if (edits) for (const edit of edits) code.append(editBlock(view, edit));
+    else code.tabIndex = 0;
     const dl = el('dl', 'approval-facts');
     row(dl, 'Working folder', 'approval-folder', view.folder);
     row(dl, 'Why you are asked', 'approval-reason', view.reason);
-    row(dl, 'Isolation', 'approval-isolation', view.isolation);
+    if (!edits) row(dl, 'Isolation', 'approval-isolation', view.isolation);
     const message = el('textarea', 'approval-message');
     message.rows = 2;
     message.placeholder = 'Optional message to the model (sent with Deny)';
@@ -161,7 +214,9 @@
     const CLASSES = { deny: 'deny', allow_once: 'approve-once', allow_session: 'approve-session', allow_always: 'approve-always' };
     const all = [];
     for (const choice of view.choices || []) {
-      const button = el('button', CLASSES[choice.kind] || 'approve-other', choice.label);
+      // An edit's "allow once" writes the proposal (or the user's version from Open diff).
+      const text = edits && choice.kind === 'allow_once' ? 'Accept' : choice.label;
+      const button = el('button', CLASSES[choice.kind] || 'approve-other', text);
       button.type = 'button';
       button.setAttribute('data-choice-id', choice.id);
       button.setAttribute('data-choice-kind', choice.kind);

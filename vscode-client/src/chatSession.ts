@@ -12,6 +12,7 @@ import {
   type StreamEvent,
   type ToolStatus,
 } from './protocol';
+import { diffCounts } from './diffs';
 import { visible } from './display';
 import { isolationText, toolText } from './toolText';
 
@@ -32,6 +33,8 @@ export interface ToolEndView {
   isolation?: string;
   /** Auto-run paths (.git, hooks, .vscode, ...) the call touched, and what was done, one line each. */
   protected?: string[];
+  /** Files an edit changed, one line each: "path: modify (+1 -1)". */
+  edits?: string[];
 }
 
 export interface ChatUi {
@@ -221,6 +224,12 @@ export class ChatSession {
         if (event.sandbox !== undefined) end.isolation = isolationText(event.sandbox);
         if (event.protected !== undefined && event.protected.length > 0) {
           end.protected = event.protected.map((p) => visible(`${p.path}: ${p.action} (${p.detail})`));
+        }
+        if (event.edits !== undefined && event.edits.length > 0) {
+          end.edits = event.edits.map((e) => {
+            const { added, removed } = diffCounts(e.diff);
+            return visible(`${e.path}: ${e.action} (+${added} -${removed}${e.userEdited ? ', your version' : ''})`);
+          });
         }
         this.ui.endTool(end);
         break;

@@ -6,8 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
-import { modalText } from './approvals';
+import { modalChoices, modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
+import type { ProposalEditors } from './proposals';
+import type { UserEdit } from './protocol';
 
 export const VIEW_ID = 'gatehouse.chat';
 
@@ -35,7 +37,8 @@ type FromView =
   | { type: 'send'; prompt: string }
   | { type: 'stop' }
   | { type: 'newSession' }
-  | { type: 'approve'; approvalId: string; choice: string; message?: string };
+  | { type: 'approve'; approvalId: string; choice: string; message?: string }
+  | { type: 'openDiff'; approvalId: string; path: string };
 
 export interface ChatActions {
   send(prompt: string): void;
@@ -53,7 +56,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   private readonly visibility = new vscode.EventEmitter<boolean>();
   private actions: ChatActions | undefined;
 
-  constructor(private readonly extensionUri: vscode.Uri) {}
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly proposals?: ProposalEditors,
+    private readonly log: (message: string) => void = () => undefined,
+  ) {}
 
   setActions(actions: ChatActions): void {
     this.actions = actions;
@@ -101,10 +108,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   async showModal(view: ApprovalView): Promise<string | undefined> {
     const { message, detail } = modalText(view);
     // Deny first (view.choices is ordered so): VS Code focuses the first button, so a stray
-    // Enter denies.
-    const labels = view.choices.map((c) => c.label);
+    // Enter denies. An edit too long to show there can only be denied there.
+    const choices = modalChoices(view);
+    const labels = choices.map((c) => c.label);
     const picked = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...labels);
-    return view.choices.find((c) => c.label === picked)?.id;
+    return choices.find((c) => c.label === picked)?.id;
+  }
+
+  collectEdits(approvalId: string): Promise<UserEdit[]> {
+    return this.proposals?.collect(approvalId) ?? Promise.resolve([]);
+  }
+
+  releaseEdits(approvalId: string): void {
+    this.proposals?.release(approvalId).catch((error: unknown) => this.log(`closing the diff editors failed: ${String(error)}`));
   }
 
   // --- ChatUi -------------------------------------------------------------------------------------
@@ -200,6 +216,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
         break;
       case 'newSession':
         this.actions?.newSession();
+        break;
+      case 'openDiff':
+        if (this.pending.has(message.approvalId) && typeof message.path === 'string') {
+          this.proposals?.open(message.approvalId, message.path).catch((error: unknown) => {
+            void vscode.window.showErrorMessage(`Gatehouse: cannot open the diff of ${message.path}: ${error instanceof Error ? error.message : String(error)}`);
+          });
+        }
         break;
       case 'approve': {
         const pending = this.pending.get(message.approvalId);

@@ -203,7 +203,9 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd: this.context.extensionPath },
     };
     const client = new LanguageClient('gatehouse', 'Gatehouse', serverOptions, {
-      documentSelector: [],
+      // The workspace's open files are synchronised, as with any language server: the server
+      // refuses to edit a file the user has unsaved changes in (docs/protocol.md, "Open documents").
+      documentSelector: workspaceDocuments(folder),
       outputChannel: this.log,
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -240,6 +242,13 @@ export class ServerManager implements vscode.Disposable {
       void showStartError(message);
     }
   }
+}
+
+/** The documents the server is told about: files in the workspace folder (none without one). */
+export function workspaceDocuments(folder: string | undefined): Array<{ scheme: string; pattern: string }> {
+  if (folder === undefined) return [];
+  const escaped = folder.replace(/\\/g, '/').replace(/[[\]{}*?]/g, (c) => `[${c}]`);
+  return [{ scheme: 'file', pattern: `${escaped.replace(/\/+$/, '')}/**` }];
 }
 
 async function showStartError(message: string): Promise<void> {

@@ -5,6 +5,7 @@ import { ChatSession } from './chatSession';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ServerManager } from './client';
 import { modelSetting, watchSettings } from './config';
+import { MemoryFs, ORIGINAL_SCHEME, PROPOSAL_SCHEME, ProposalEditors } from './proposals';
 import { selectModel } from './modelPicker';
 import { quickPickUi } from './modelPickerUi';
 import type { RuleItem } from './rules';
@@ -15,10 +16,14 @@ let server: ServerManager | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Gatehouse', { log: true });
-  const view = new ChatViewProvider(context.extensionUri);
   const statusBar = new StatusBar();
   let workspace: string | undefined;
   const folder = (): string => workspace ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '(the server\'s current folder)';
+  // Proposed edits open in VS Code's diff editor: the current file (read-only) and the proposal.
+  const originals = new MemoryFs();
+  const proposalFiles = new MemoryFs();
+  const proposals = new ProposalEditors(originals, proposalFiles, folder);
+  const view = new ChatViewProvider(context.extensionUri, proposals, (m) => log.warn(m));
 
   const manager = new ServerManager(context, log, {
     onStream: (event) => {
@@ -26,7 +31,10 @@ export function activate(context: vscode.ExtensionContext): void {
       // A call decided by a rule, or an answer that made one: the Rules view shows it at once.
       if (event.type === 'tool_end') void rules.refresh();
     },
-    onToolConfirm: (params, token) => askApproval(params, token, view, folder(), (m) => log.warn(m)),
+    onToolConfirm: (params, token) => {
+      proposals.register(params.approvalId, params.edits);
+      return askApproval(params, token, view, folder(), (m) => log.warn(m));
+    },
     onStateChange: (state, detail) => statusBar.show({ state, detail, bypass: false }),
     onReady: () => {
       chat.serverRestarted();
@@ -52,6 +60,9 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     log,
     view,
+    proposals,
+    vscode.workspace.registerFileSystemProvider(ORIGINAL_SCHEME, originals, { isCaseSensitive: true, isReadonly: true }),
+    vscode.workspace.registerFileSystemProvider(PROPOSAL_SCHEME, proposalFiles, { isCaseSensitive: true }),
     statusBar,
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
     rules,

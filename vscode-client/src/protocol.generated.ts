@@ -104,6 +104,30 @@ export interface RuleView {
   removable: boolean;
 }
 /**
+ * A file an edit call changed, as it is now on disk.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "AppliedFileEdit".
+ */
+export interface AppliedFileEdit {
+  /**
+   * Relative to the workspace.
+   */
+  path: string;
+  /**
+   * create, modify or delete.
+   */
+  action: 'create' | 'modify' | 'delete';
+  /**
+   * The full unified diff of what was written.
+   */
+  diff: string;
+  /**
+   * True when the user changed the proposal before accepting it (the diff is then of the user's version).
+   */
+  userEdited: boolean;
+}
+/**
  * `data` of -32600 when the session is still running a turn.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -175,6 +199,10 @@ export interface ChatParams {
    * Override of the server's confirmCodeExecution for this request.
    */
   confirmCodeExecution?: boolean | null;
+  /**
+   * Override of the server's confirmFileEdits for this request.
+   */
+  confirmFileEdits?: boolean | null;
   /**
    * Override of the server's bypassPermissions for this request.
    */
@@ -380,7 +408,7 @@ export interface UnwiredGateData {
   /**
    * The flag that needs a prompt.
    */
-  param: 'confirmToolCalls' | 'confirmCodeExecution';
+  param: 'confirmToolCalls' | 'confirmCodeExecution' | 'confirmFileEdits';
 }
 /**
  * `data` of -32600 when the requested model cannot be used now.
@@ -553,6 +581,30 @@ export interface OpenAIOptions {
    * The NAME of the environment variable holding the API key (the key itself never goes into settings, logs or the wire).
    */
   apiKeyEnv?: string | null;
+}
+/**
+ * One file an edit call would change, as the person reviews it.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ProposedEdit".
+ */
+export interface ProposedEdit {
+  /**
+   * Relative to the workspace (every symbolic link resolved).
+   */
+  path: string;
+  /**
+   * create, modify or delete.
+   */
+  action: 'create' | 'modify' | 'delete';
+  /**
+   * The full unified diff (git style: --- a/path, +++ b/path, @@ hunks; /dev/null for a created or deleted file), never shortened.
+   */
+  diff: string;
+  /**
+   * Present when the path is an auto-run path (.git, hooks, .vscode, ...) or part of the server's own code: what runs or reads it. Such an edit is always asked about.
+   */
+  protected?: string;
 }
 /**
  * An auto-run path a call created or changed, and what Gatehouse did about it.
@@ -834,7 +886,11 @@ export interface ServerOptions {
    */
   confirmCodeExecution?: boolean;
   /**
-   * Ask nothing and run tool calls without the sandbox (secrets are still stripped from the environment). Wins over both confirm flags.
+   * Ask before every edit_file, write_file and apply_patch call, showing the diff (edits of auto-run paths such as .git or .vscode are asked about even when this is off).
+   */
+  confirmFileEdits?: boolean;
+  /**
+   * Ask nothing and run tool calls without the sandbox (secrets are still stripped from the environment). Wins over every confirm flag.
    */
   bypassPermissions?: boolean;
   /**
@@ -1056,6 +1112,10 @@ export interface ToolEndEvent {
    */
   protected?: ProtectedPath[];
   decidedBy?: DecidedByView1;
+  /**
+   * Present when an edit tool changed files: each file and the diff really applied.
+   */
+  edits?: AppliedFileEdit[];
 }
 /**
  * Present when code ran: the isolation it really ran under (none under bypass).
@@ -1129,9 +1189,9 @@ export interface ToolConfirmParams {
     [k: string]: unknown;
   };
   /**
-   * code_execution (python/terminal under confirmCodeExecution), all_tools (confirmToolCalls) or ask_rule (an ask rule matched).
+   * code_execution (python/terminal under confirmCodeExecution), file_edit (edit_file/write_file/apply_patch under confirmFileEdits), all_tools (confirmToolCalls), ask_rule (an ask rule matched) or protected_path (an edit of an auto-run path: always asked, even after allow_session or with an allow rule).
    */
-  reason: 'code_execution' | 'all_tools' | 'ask_rule';
+  reason: 'code_execution' | 'file_edit' | 'all_tools' | 'ask_rule' | 'protected_path';
   sandbox: SandboxState2;
   /**
    * SHA-256 of (tool, canonical arguments, working folder): what an allow approves. The executor refuses anything else; a result may echo it.
@@ -1145,6 +1205,10 @@ export interface ToolConfirmParams {
    * terminal: why rules could not allow this command (e.g. 'runs a command substitution'), for the person.
    */
   unclear?: string[];
+  /**
+   * Present for the edit tools: every file the call would change, with its full diff.
+   */
+  edits?: ProposedEdit[];
 }
 /**
  * The isolation the call would run under.
@@ -1187,4 +1251,24 @@ export interface ToolConfirmResult {
    * Optional echo of the request's contentSha256; when present it must match.
    */
   contentSha256?: string | null;
+  /**
+   * With an allow of an edit: the user's own version of some of its files (created or modified ones, each at most once), written instead of the proposal; the model is told how it differs. Any other path makes the answer malformed.
+   */
+  edits?: UserEdit[] | null;
+}
+/**
+ * The user's own version of one file of an edit (full content), written instead.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "UserEdit".
+ */
+export interface UserEdit {
+  /**
+   * As in the request's edits[].path.
+   */
+  path: string;
+  /**
+   * The whole text of the file as the user wants it.
+   */
+  content: string;
 }

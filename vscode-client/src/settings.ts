@@ -17,6 +17,7 @@ export interface GatehouseSettings {
   modelDefaults: boolean;
   confirmCodeExecution: boolean;
   confirmToolCalls: boolean;
+  confirmFileEdits: boolean;
   bypassPermissions: boolean;
   sandboxNetwork: boolean;
   sandboxMinLevel: IsolationLevel;
@@ -40,6 +41,7 @@ export const DEFAULTS: { readonly [K in keyof GatehouseSettings]: readonly [stri
   modelDefaults: ['modelDefaults', true],
   confirmCodeExecution: ['confirmCodeExecution', true],
   confirmToolCalls: ['confirmToolCalls', false],
+  confirmFileEdits: ['confirmFileEdits', true],
   bypassPermissions: ['bypassPermissions', false],
   sandboxNetwork: ['sandbox.network', false],
   sandboxMinLevel: ['sandbox.minLevel', 'standard'],
@@ -98,6 +100,7 @@ export function toInitializationOptions(s: GatehouseSettings, ctx: PathContext =
     modelDefaults: s.modelDefaults,
     confirmCodeExecution: s.confirmCodeExecution,
     confirmToolCalls: s.confirmToolCalls,
+    confirmFileEdits: s.confirmFileEdits,
     bypassPermissions: s.bypassPermissions,
     confirmTimeoutSeconds: s.confirmTimeoutSeconds,
     toolTimeoutSeconds: s.toolTimeoutSeconds,

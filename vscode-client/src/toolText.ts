@@ -7,7 +7,10 @@ import { hiddenWarning, visible } from './display';
 const CODE_FIELDS: Readonly<Record<string, { field: string; label: string }>> = {
   python: { field: 'code', label: 'Python code' },
   terminal: { field: 'command', label: 'Command' },
+  apply_patch: { field: 'patch', label: 'Patch' },
 };
+/** The edit tools that name one file: the card shows the file; what changes is shown as a diff. */
+const FILE_TOOLS: readonly string[] = ['edit_file', 'write_file'];
 
 export interface ToolText {
   /** "Python code", "Command" or "Arguments". */
@@ -24,6 +27,8 @@ function shown(label: string, raw: string): ToolText {
 }
 
 export function toolText(name: string, args: unknown): ToolText {
+  const path = typeof args === 'object' && args !== null ? (args as Record<string, unknown>).path : undefined;
+  if (FILE_TOOLS.includes(name) && typeof path === 'string') return shown('File', path);
   const known = CODE_FIELDS[name];
   if (known !== undefined && typeof args === 'object' && args !== null) {
     const value = (args as Record<string, unknown>)[known.field];

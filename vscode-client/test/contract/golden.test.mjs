@@ -149,10 +149,20 @@ class Inbox {
   }
 }
 
+/** Put `files` (relative path -> text) into the workspace. */
+function writeFiles(workspace, files) {
+  for (const [relative, content] of Object.entries(files ?? {})) {
+    const file = path.join(workspace, relative);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content, 'utf8');
+  }
+}
+
 async function replay(transcript) {
   const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-golden-')));
   const workspace = path.join(tmp, 'ws');
   fs.mkdirSync(workspace);
+  writeFiles(workspace, transcript.files);
   const script = path.join(tmp, 'script.json');
   fs.writeFileSync(script, JSON.stringify({ turns: transcript.turns }));
   const child = spawn(
@@ -179,6 +189,8 @@ async function replay(transcript) {
     for (const [index, step] of transcript.steps.entries()) {
       if ('send' in step) {
         await writer.write(bindings.substitute(step.send));
+      } else if ('writeFile' in step) {
+        writeFiles(workspace, { [step.writeFile.path]: step.writeFile.content });
       } else if ('sendRaw' in step) {
         const body = Buffer.from(step.sendRaw, 'utf8');
         child.stdin.write(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`, 'ascii'), body]));

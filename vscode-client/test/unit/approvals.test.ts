@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { askApproval, describeApproval, modalText, toResult } from '../../src/approvals';
+import { askApproval, describeApproval, modalChoices, modalText, toResult } from '../../src/approvals';
 import type { ChoiceView, ToolConfirmParams, ToolConfirmResult } from '../../src/protocol';
 import { FakeApprovalUi, FakeToken, tick } from './fakes';
 
@@ -211,4 +211,86 @@ test('a command hiding escape codes or bidi controls is shown escaped, with a wa
   for (const raw of ['\u001b', '\u202e', '\u2066', '\u2069']) assert.ok(!modal.detail.includes(raw));
   assert.match(modal.detail, /hidden or control characters/);
   assert.equal(describeApproval(params(), '/ws').hiddenWarning, undefined);
+});
+
+const DIFF = '--- a/src/app.py\n+++ b/src/app.py\n@@ -1,3 +1,3 @@\n def greet():\n-    print("hi")\n+    print("hello \u202e")\n \n';
+const editParams = (extra: Partial<ToolConfirmParams> = {}): ToolConfirmParams =>
+  params({
+    name: 'edit_file',
+    arguments: { path: 'src/app.py', old_text: 'print("hi")', new_text: 'print("hello")' },
+    reason: 'file_edit',
+    edits: [{ path: 'src/app.py', action: 'modify', diff: DIFF }],
+    ...extra,
+  });
+
+test('an edit is shown as each file\'s diff with line numbers, through the display rule', () => {
+  const view = describeApproval(editParams(), '/ws');
+  assert.match(view.reason, /changes files/);
+  assert.equal(view.codeLabel, 'Change to 1 file');
+  const [edit] = view.edits ?? [];
+  assert.ok(edit);
+  assert.equal(edit.path, 'src/app.py');
+  assert.equal(edit.action, 'modify');
+  assert.deepEqual([edit.added, edit.removed], [1, 1]);
+  const rows = edit.rows.filter((r) => r.kind !== 'header').map((r) => [r.kind, r.oldLine, r.newLine, r.text]);
+  assert.deepEqual(rows, [
+    ['hunk', undefined, undefined, '@@ -1,3 +1,3 @@'],
+    ['context', 1, 1, 'def greet():'],
+    ['del', 2, undefined, '    print("hi")'],
+    ['add', undefined, 2, '    print("hello <U+202E>")'],
+    ['context', 3, 3, ''],
+  ]);
+  assert.match(view.hiddenWarning ?? '', /hidden or control characters/);
+  const protectedView = describeApproval(editParams({ reason: 'protected_path', edits: [{ path: '.vscode/tasks.json', action: 'create', diff: '--- /dev/null\n+++ b/.vscode/tasks.json\n@@ -0,0 +1 @@\n+{}\n', protected: '.vscode: VS Code runs tasks' }] }), '/ws');
+  assert.match(protectedView.reason, /always asked/);
+  assert.equal(protectedView.edits?.[0]?.protected, '.vscode: VS Code runs tasks');
+});
+
+test('the modal shows a short diff with Deny first, and offers only Deny for one too long to show', () => {
+  const view = describeApproval(editParams(), '/ws');
+  assert.deepEqual(modalChoices(view).map((c) => c.kind), ['deny', 'allow_once', 'allow_session', 'allow_always']);
+  const text = modalText(view);
+  assert.match(text.message, /edit_file to change src\/app\.py/);
+  assert.match(text.detail, /src\/app\.py \| \+1 -1 \(modify\)/);
+  assert.match(text.detail, /- {4}print\("hi"\)/);
+  const long = `--- a/big.txt\n+++ b/big.txt\n@@ -1 +1,500 @@\n${'+line of text\n'.repeat(500)}`;
+  const big = describeApproval(editParams({ edits: [{ path: 'big.txt', action: 'modify', diff: long }] }), '/ws');
+  assert.deepEqual(modalChoices(big).map((c) => c.kind), ['deny']);
+  assert.match(modalText(big).detail, /too long to show here/);
+  const code = describeApproval(params({ name: 'python', arguments: { code: 'x'.repeat(10_000) } }), '/ws');
+  assert.equal(modalChoices(code).length, 4, 'only edits: long code keeps its choices (the card shows it all)');
+});
+
+test('accepting an edit sends what the user changed in the diff editor; deny sends nothing', async () => {
+  const ui = new FakeApprovalUi(true);
+  const mine = [{ path: 'src/app.py', content: 'mine\n' }];
+  ui.userEdits.set('A1', mine);
+  const accepted = askApproval(editParams(), new FakeToken(), ui, '/ws');
+  ui.card('A1').answer.resolve({ choice: 'allow_once' });
+  assert.deepEqual(await accepted, { ...result('allow_once'), edits: mine });
+  assert.deepEqual(ui.released, ['A1']);
+
+  ui.userEdits.set('A2', mine);
+  const denied = askApproval(editParams({ approvalId: 'A2' }), new FakeToken(), ui, '/ws');
+  ui.card('A2').answer.resolve({ choice: 'deny' });
+  assert.deepEqual(await denied, result('deny', 'A2'));
+  assert.deepEqual(ui.collected, ['A1'], 'a denial never reads the diff editors');
+
+  const unchanged = askApproval(editParams({ approvalId: 'A3' }), new FakeToken(), ui, '/ws');
+  ui.card('A3').answer.resolve({ choice: 'allow_session' });
+  assert.deepEqual(await unchanged, result('allow_session', 'A3'));
+
+  const commands = askApproval(params({ approvalId: 'A4' }), new FakeToken(), ui, '/ws');
+  ui.card('A4').answer.resolve({ choice: 'allow_once' });
+  assert.deepEqual(await commands, result('allow_once', 'A4'));
+  assert.deepEqual(ui.collected, ['A1', 'A3'], 'only edits read the diff editors');
+});
+
+test('fail closed: if what the user changed cannot be read, the edit is denied', async () => {
+  const ui = new FakeApprovalUi(false);
+  ui.userEdits.set('A1', new Error('the diff editor is gone'));
+  const pending = askApproval(editParams(), new FakeToken(), ui, '/ws');
+  ui.modals[0]!.answer.resolve('allow_once');
+  assert.deepEqual(await pending, { decision: 'deny' });
+  assert.deepEqual(ui.released, ['A1']);
 });

@@ -225,3 +225,15 @@ test('an auto-run path the call touched is reported on its tool card', async () 
   transport.last.resolve(result());
   await done;
 });
+
+test('an edit call shows its file, and when it ends the files it changed', async () => {
+  const { ui, transport, chat } = setup();
+  const done = chat.send('edit');
+  chat.handleEvent(ev({ type: 'tool_start', toolCallId: 'e', name: 'edit_file', arguments: { path: 'a.py', old_text: 'x', new_text: 'y' }, awaitingConfirmation: true }));
+  assert.equal(ui.tools.get('e')?.start.args, 'a.py');
+  const diff = '--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n';
+  chat.handleEvent(ev({ type: 'tool_end', toolCallId: 'e', name: 'edit_file', status: 'completed', exitCode: null, result: 'Done', edits: [{ path: 'a.py', action: 'modify', diff, userEdited: true }] }));
+  assert.deepEqual(ui.tools.get('e')?.end?.edits, ['a.py: modify (+1 -1, your version)']);
+  transport.last.resolve(result());
+  await done;
+});

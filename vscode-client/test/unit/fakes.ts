@@ -1,7 +1,7 @@
 /** Recording fakes of the small UI and transport interfaces the glue modules take. */
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, CancellationLike, Disposable } from '../../src/approvals';
 import type { ChatTransport, ChatUi, ToolEndView, ToolStartView } from '../../src/chatSession';
-import type { CancelResult, ChatParams, ChatResult } from '../../src/protocol';
+import type { CancelResult, ChatParams, ChatResult, UserEdit } from '../../src/protocol';
 
 export type Call = [string, ...unknown[]];
 
@@ -116,6 +116,10 @@ export class FakeApprovalUi implements ApprovalUi {
   closed: Array<[string, ApprovalOutcome]> = [];
   modals: Array<{ view: ApprovalView; answer: ReturnType<typeof deferred<string | undefined>> }> = [];
   failCard = false;
+  /** What the user changed in the diff editors, by approval (collected on Accept). */
+  userEdits = new Map<string, UserEdit[] | Error>();
+  collected: string[] = [];
+  released: string[] = [];
   private listeners: Array<(visible: boolean) => void> = [];
 
   constructor(visible: boolean) {
@@ -146,6 +150,14 @@ export class FakeApprovalUi implements ApprovalUi {
     const answer = deferred<string | undefined>();
     this.modals.push({ view, answer });
     return answer.promise;
+  }
+  collectEdits(approvalId: string): Promise<UserEdit[]> {
+    this.collected.push(approvalId);
+    const edits = this.userEdits.get(approvalId) ?? [];
+    return edits instanceof Error ? Promise.reject(edits) : Promise.resolve(edits);
+  }
+  releaseEdits(approvalId: string): void {
+    this.released.push(approvalId);
   }
   card(id: string) {
     const card = this.cards.get(id);

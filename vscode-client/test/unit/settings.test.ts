@@ -11,6 +11,7 @@ test('defaults map to the server defaults, with no empty strings', () => {
     modelDefaults: true,
     confirmCodeExecution: true,
     confirmToolCalls: false,
+    confirmFileEdits: true,
     bypassPermissions: false,
     confirmTimeoutSeconds: 300,
     toolTimeoutSeconds: 120,
@@ -29,6 +30,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     modelDefaults: false,
     confirmCodeExecution: false,
     confirmToolCalls: true,
+    confirmFileEdits: false,
     bypassPermissions: true,
     'sandbox.network': true,
     'sandbox.minLevel': 'strong',
@@ -53,6 +55,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     modelDefaults: false,
     confirmCodeExecution: false,
     confirmToolCalls: true,
+    confirmFileEdits: false,
     bypassPermissions: true,
     confirmTimeoutSeconds: 30,
     toolTimeoutSeconds: 10.5,
@@ -68,7 +71,7 @@ test('every declared setting is read', () => {
     return fallback;
   });
   assert.deepEqual(read.sort(), Object.values(DEFAULTS).map(([key]) => key).sort());
-  assert.equal(read.length, 19);
+  assert.equal(read.length, 20);
 });
 
 test('the client-only settings never reach the server', () => {
