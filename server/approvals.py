@@ -36,7 +36,8 @@ from server.transport import ClientCancelled
 
 logger = logging.getLogger(__name__)
 
-PromptStyle = Literal["toolConfirm", "showMessageRequest"]
+PromptStyle = Literal["toolConfirm", "showMessageRequest", "acp"]
+"""How approvals are asked: ``acp`` is ``session/request_permission`` (:mod:`server.acp`)."""
 
 DENY, ALLOW, ALLOW_SESSION = "Deny", "Allow", "Allow for session"
 ACTIONS: dict[str, ClientDecision] = {DENY: "deny", ALLOW: "allow", ALLOW_SESSION: "allow_session"}
@@ -114,19 +115,23 @@ def shown_code(request: ApprovalRequest) -> str:
     return json.dumps(request.arguments, ensure_ascii=False, indent=2)
 
 
+def approval_head(request: ApprovalRequest, settings: PromptSettings) -> str:
+    """The first sentence of every approval prompt: the tool, the folder, isolation, network."""
+    network = "on" if settings.sandbox.network else "off"
+    return (
+        f"Gatehouse wants to run the {visible(request.name)} tool in {visible(settings.workspace)} "
+        f"(isolation: {settings.sandbox.level}, network: {network})."
+    )
+
+
 def message_request(
     request: ApprovalRequest, settings: PromptSettings
 ) -> lsp.ShowMessageRequestParams:
     """The ``window/showMessageRequest`` fallback prompt: everything shown, Deny first."""
-    network = "on" if settings.sandbox.network else "off"
     code = shown_code(request)
     lines = visible(code).split("\n")
     complete = len(lines) <= FALLBACK_MAX_LINES and len(code) <= FALLBACK_MAX_CHARS
-    head = (
-        f"Gatehouse wants to run the {visible(request.name)} tool in {visible(settings.workspace)} "
-        f"(isolation: {settings.sandbox.level}, network: {network})."
-    )
-    parts = [head]
+    parts = [approval_head(request, settings)]
     warning = hidden_warning(code)
     if warning:
         parts.append(warning)
