@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import (
@@ -82,6 +81,11 @@ class Recorder:
     def on_connect(self, conn: Any) -> None:
         pass
 
+    async def wait_for(self, condition: Callable[[], bool], seconds: float = 30) -> None:
+        async with asyncio.timeout(seconds):
+            while not condition():  # noqa: ASYNC110 - the updates arrive from the SDK's tasks
+                await asyncio.sleep(0.02)
+
 
 @dataclass
 class AcpPeer:
@@ -122,12 +126,12 @@ async def start_acp(tmp_path: Path) -> AsyncIterator[StartAcp]:
                     client, sys.executable, *argv, "--log-level", "WARNING", env=env
                 )
             )
-            meta = {"gatehouse": options} if options else None
+            # Keyword arguments are the request's _meta: _meta.gatehouse holds the options.
             await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(),
                 client_info=Implementation(name="pytest", version="0"),
-                **({"_meta": meta} if meta else {}),
+                **({"gatehouse": options} if options else {}),
             )
             return AcpPeer(conn, process, client, workspace)
 
