@@ -205,6 +205,12 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
     return server
 
 
+def _no_params_as_object(params: Any) -> Any:
+    """Absent params, or an empty by-position list (what Lua's ``{}`` encodes to in Neovim),
+    are no params."""
+    return {} if params is None or params == [] else params
+
+
 def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
     """Register ``handler`` for ``method``: params validated by the method's params model (a
     failure is -32602 naming each field), the result checked against its result model."""
@@ -218,14 +224,14 @@ def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
     if inspect.iscoroutinefunction(handler):
 
         async def run_async(params: Any) -> dict[str, Any]:
-            parsed = params_model.model_validate({} if params is None else params)
+            parsed = params_model.model_validate(_no_params_as_object(params))
             return wire(await handler(parsed))
 
         server.feature(method.name)(run_async)
     else:
 
         def run(params: Any) -> dict[str, Any]:
-            return wire(handler(params_model.model_validate({} if params is None else params)))
+            return wire(handler(params_model.model_validate(_no_params_as_object(params))))
 
         server.feature(method.name)(run)
 

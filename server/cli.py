@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],
             help="stderr log level (default: INFO for serve, WARNING for chat)",
         )
+        p.add_argument(
+            "--log-file",
+            help="append the log to this file instead of stderr (editors that show every "
+            "stderr line as an error, such as Neovim's lsp.log)",
+        )
 
     serve = sub.add_parser("serve", help="serve JSON-RPC 2.0 over stdio (LSP framing)")
     engine_flags(serve)
@@ -172,9 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_level is None:
         # The harness shows a transcript: the server's INFO lines would only clutter it.
         args.log_level = "INFO" if args.command in ("serve", "acp") else "WARNING"
+    log_file = getattr(args, "log_file", None)
     logging.basicConfig(
         level=getattr(logging, args.log_level),
-        stream=sys.stderr,
+        **({"filename": log_file} if log_file else {"stream": sys.stderr}),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.log_level != "DEBUG":

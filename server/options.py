@@ -194,7 +194,7 @@ def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOp
     """Apply ``initializationOptions`` over ``base``, field by field; return the options and the
     problems found (each bad field keeps the value it had, and is named in a problem)."""
     options = base or ServerOptions()
-    if raw is None:
+    if raw is None or raw == []:  # an empty Lua table is encoded as []
         return options, []
     if not isinstance(raw, dict):
         return options, ["initializationOptions must be an object; using the defaults"]
