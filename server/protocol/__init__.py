@@ -81,9 +81,11 @@ AGENT_MODELS = "agent/models"
 AGENT_PULL_MODEL = "agent/pullModel"
 TOOL_CONFIRM = "toolConfirm"
 
-Client = Literal["vscode", "chat"]
+Client = Literal["vscode", "chat", "neovim", "emacs"]
 """The clients this repository ships: ``vscode`` (vscode-client/src), ``chat`` (harness/, the
-``gatehouse chat`` terminal client)."""
+``gatehouse chat`` terminal client), ``neovim`` (editors/neovim, the plug-in), ``emacs``
+(editors/emacs, the eglot recipe). The ACP mode (``gatehouse acp``) is another protocol: see
+docs/acp.md."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         ChatParams,
         ChatResult,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim", "emacs"),
         "Run one turn: the model answers, gated tool calls are asked about and run.",
     ),
     Method(
@@ -118,7 +120,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         CancelParams,
         CancelResult,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim", "emacs"),
         "Stop a session's running turn; its agent/chat returns stopReason cancelled.",
     ),
     Method(
@@ -127,7 +129,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         StatusParams,
         StatusResult,
-        ("vscode",),
+        ("vscode", "neovim"),
         "The server's backend, model, workspace, isolation and sessions.",
     ),
     Method(
@@ -154,7 +156,7 @@ METHODS: tuple[Method, ...] = (
         "server->client",
         StreamEvent,
         None,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim", "emacs"),
         "Everything a running turn does, in order: text deltas, tool calls, output, status.",
     ),
     Method(
@@ -163,7 +165,7 @@ METHODS: tuple[Method, ...] = (
         "server->client",
         ToolConfirmParams,
         ToolConfirmResult,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim"),
         "May this tool call run? Nothing runs until the answer is allow or allow_session.",
     ),
 )
