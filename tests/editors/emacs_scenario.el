@@ -16,6 +16,8 @@
                             (cons 'initial initial))
                       asked)
                 (if (equal answer "default") initial answer)))
+  (when (getenv "GATEHOUSE_CONFIG")  ; the user's eglot-workspace-configuration
+    (setq-default eglot-workspace-configuration (car (read-from-string (getenv "GATEHOUSE_CONFIG")))))
   (gatehouse-chat (getenv "GATEHOUSE_PROMPT"))
   (let ((deadline (+ (float-time) 60)))
     (while (and gatehouse--running (< (float-time) deadline))

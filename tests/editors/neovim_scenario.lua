@@ -14,6 +14,9 @@ local function finish()
   local buf = gatehouse._state.buf
   report.buffer = buf and table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") or ""
   report.statusline = gatehouse.statusline()
+  -- the statusline expression docs/editors.md gives
+  local expr = "%{v:lua.require'gatehouse'.statusline()}"
+  report.statusline_eval = vim.api.nvim_eval_statusline(expr, { fillchar = " ", maxwidth = 200 }).str
   local file = io.open(report_path, "w")
   file:write(vim.json.encode(report))
   file:close()

@@ -23,7 +23,9 @@ TOUCH = (
 )
 
 
-def run_emacs(tmp_path: Path, turns: list[Any], answer: str) -> dict[str, Any]:
+def run_emacs(
+    tmp_path: Path, turns: list[Any], answer: str, config: str | None = None
+) -> dict[str, Any]:
     emacs = require_tool("emacs", "apt-get install emacs-nox elpa-eglot")
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -41,6 +43,7 @@ def run_emacs(tmp_path: Path, turns: list[Any], answer: str) -> dict[str, Any]:
         "GATEHOUSE_PROMPT": "count the lines",
         "PYTHONPATH": str(REPO),
         "HOME": str(tmp_path),
+        **({"GATEHOUSE_CONFIG": config} if config else {}),
     }
     done = subprocess.run(
         [emacs, "--batch", "-l", str(RECIPE), "-l", str(SCENARIO)],
@@ -79,3 +82,12 @@ def test_allow_runs_and_the_answer_streams_into_the_buffer(tmp_path: Path) -> No
     assert "It wrote the file and then it said more words." in result["buffer"]
     partial = [s for s in result["samples"] if "It wrote" in s and "more words." not in s]
     assert len(partial) >= 3  # it grew while the turn ran
+
+
+def test_eglot_workspace_configuration_is_applied(tmp_path: Path) -> None:
+    # eglot sends it with workspace/didChangeConfiguration; here: turn approvals off
+    config = "(:gatehouse (:confirmCodeExecution :json-false))"
+    result = run_emacs(tmp_path, [TOUCH, "Done."], answer="Deny", config=config)
+
+    assert result["asked"] == []
+    assert (result["workspace"] / "made.txt").read_text() == "ran\n"

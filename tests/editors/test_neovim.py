@@ -83,6 +83,7 @@ def test_the_answer_streams_into_the_chat_buffer_as_it_arrives(tmp_path: Path) -
     partial = [s for s in result["snapshots"] if "One" in s and "seven." not in s]
     assert len(partial) >= 3, result["snapshots"]  # seen growing word by word, not at the end
     assert result["statusline"].startswith("Gatehouse: script.json · isolation ")
+    assert result["statusline_eval"] == result["statusline"]
     assert "[ERROR]" not in result["lsp_log"]  # the server's INFO lines are not errors
 
 
