@@ -172,3 +172,39 @@ def test_the_lua_display_rule_matches_the_shared_vectors(tmp_path: Path) -> None
         assert result["visible"] == case["visible"]
         assert result["hidden"] == case["hidden"]
         assert result["warning"] == (hidden_warning(case["input"]) or "")
+
+
+def test_the_readme_snippet_without_the_plugin_shows_the_streamed_text(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    after = readme.split("A minimal Neovim client without the plug-in", 1)[1]
+    snippet = after.split("```lua\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": ["Two files here."]}), encoding="utf-8")
+    server = [sys.executable, "-P", "-m", "server", "serve", "--backend", "scripted"]
+    server += ["--script", str(script), "--log-file", str(tmp_path / "gatehouse.log")]
+    old = (
+        '{ "/path/to/gatehouse/.venv/bin/gatehouse", "serve", "--log-file", "/tmp/gatehouse.log" }'
+    )
+    assert old in snippet
+    out = tmp_path / "buffer.txt"
+    init = tmp_path / "init.lua"
+    init.write_text(
+        snippet.replace(old, "vim.fn.json_decode(" + json.dumps(json.dumps(server)) + ")")
+        + f"""
+vim.wait(30000, function()
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\\n"):find("here.") ~= nil
+end, 20)
+vim.fn.writefile(vim.api.nvim_buf_get_lines(buf, 0, -1, false), {json.dumps(str(out))})
+vim.cmd("qa!")
+""",
+        encoding="utf-8",
+    )
+    subprocess.run(
+        [nvim(), "--headless", "--clean", "-u", str(init)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=90,
+        check=False,
+        capture_output=True,
+    )
+    assert out.read_text(encoding="utf-8").strip() == "Two files here."
