@@ -67,6 +67,21 @@ def prompt_text(blocks: list[Any]) -> str:
     return "\n\n".join(parts)
 
 
+def _overrides(value: Any) -> dict[str, Any]:
+    """A prompt's ``_meta.gatehouse``: ``agent/chat``'s per-request params (``enableTools``,
+    ``maxToolCalls``, ``confirmToolCalls``, ``temperature``, ...); never its prompt or session."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or {"prompt", "sessionId", "session_id"} & set(value):
+        raise RequestError.invalid_params(
+            {
+                "_meta.gatehouse": "must be an object of agent/chat params other than prompt "
+                "and sessionId"
+            }
+        )
+    return value
+
+
 class GatehouseAgent:
     """One ACP connection's agent. Its workspace is ``--workspace`` or the first
     ``session/new``'s ``cwd``; the sandbox is probed for it once."""
@@ -171,7 +186,7 @@ class GatehouseAgent:
 
     # --- prompt and cancel ------------------------------------------------------------------
 
-    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
+    async def prompt(self, prompt: list[Any], session_id: str, **meta: Any) -> PromptResponse:
         session = self.service.sessions.get(session_id)
         if session is None:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id}"})
@@ -180,7 +195,10 @@ class GatehouseAgent:
                 {"sessionId": session_id, "reason": "busy: a prompt is still running"}
             )
         try:
-            params = ChatParams(prompt=prompt_text(prompt), session_id=session_id)
+            params = ChatParams.model_validate(
+                {**_overrides(meta.get("gatehouse")), "prompt": prompt_text(prompt)}
+                | {"sessionId": session_id}
+            )
             request = self.service.check_turn(params)
         except RpcError as exc:
             raise _rpc_error(exc) from None

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from acp import RequestError
+from acp import RequestError, text_block
 from acp.schema import AllowedOutcome, RequestPermissionResponse
 
 from tests.acp.conftest import StartAcp, cancelled, never, pick, tool_call
@@ -167,3 +167,17 @@ async def test_bad_requests_get_clear_errors(start_acp: StartAcp) -> None:
         await peer.conn.new_session(cwd="relative/path", mcp_servers=[])
     assert relative.value.code == -32602
     assert (await peer.prompt(session, "hi")).stop_reason == "end_turn"  # still serving
+
+
+async def test_a_prompt_can_carry_agent_chat_params_in_its_meta(start_acp: StartAcp) -> None:
+    peer = await start_acp([TOUCH])
+    session = await peer.new_session()
+    response = await peer.conn.prompt(
+        session_id=session, prompt=[text_block("go")], gatehouse={"enableTools": False}
+    )
+    assert response.stop_reason == "end_turn"
+    assert peer.client.text() == TOUCH  # tools off: the markup is plain text, nothing runs
+    assert not peer.client.permissions and not (peer.workspace / "made.txt").exists()
+    with pytest.raises(RequestError) as bad:
+        await peer.conn.prompt(session_id=session, prompt=[text_block("go")], gatehouse={"x": 1})
+    assert bad.value.code == -32602
