@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import gc
 import logging
 import os
 import shutil
@@ -100,4 +101,7 @@ async def _run(agent: Any, transport: Any) -> None:
         reader, writer = await acp.stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     finally:
         sys.stdout = saved
+    # The SDK's schema is thousands of long-lived objects: out of the collector's way, they cost
+    # nothing per token (with them tracked, per-token CPU was ~6 % above the LSP mode's).
+    gc.freeze()
     await acp.run_agent(agent, writer, reader)

@@ -88,12 +88,13 @@ def test_the_answer_streams_into_the_chat_buffer_as_it_arrives(tmp_path: Path) -
 
 
 def test_allow_runs_the_command_and_shows_its_status(tmp_path: Path) -> None:
-    result = run_scenario(tmp_path, "allow", [TOUCH, "Done."], answer="Allow once")
+    turn = TOUCH.replace("echo ran > made.txt", "echo ran > made.txt; echo written")
+    result = run_scenario(tmp_path, "allow", [turn, "Done."], answer="Allow once")
 
     assert (result["workspace"] / "made.txt").read_text() == "ran\n"
     buffer = result["buffer"]
-    assert "echo ran > made.txt" in buffer
-    assert "■ terminal completed (exit 0)" in buffer and "isolation:" in buffer
+    assert "  │ echo ran > made.txt; echo written" in buffer
+    assert "  ┊ written\n■ terminal completed (exit 0) [isolation: " in buffer
 
 
 def test_the_default_choice_denies_and_nothing_runs(tmp_path: Path) -> None:

@@ -50,6 +50,8 @@ end
 
 -- --- the chat buffer -------------------------------------------------------------------------
 
+local OUTPUT_PREFIX = "  ┊ "
+
 local function chat_buffer()
   if state.buf and vim.api.nvim_buf_is_valid(state.buf) then
     return state.buf
@@ -111,6 +113,8 @@ local function line(text, mode)
   local lines = vim.split(text, "\n", true)
   if count == 1 and last == "" then
     vim.api.nvim_buf_set_lines(buf, 0, 1, false, lines)
+  elseif state.mode == "output" and last == OUTPUT_PREFIX then
+    vim.api.nvim_buf_set_lines(buf, count - 1, count, false, lines) -- no empty output line
   else
     vim.api.nvim_buf_set_lines(buf, count, count, false, lines)
   end
@@ -168,9 +172,9 @@ local function on_stream(p)
     end
   elseif kind == "tool_output" then
     if state.mode ~= "output" then
-      line("  ┊ ", "output")
+      line(OUTPUT_PREFIX, "output")
     end
-    append(display.visible(p.text or ""), "  ┊ ")
+    append(display.visible(p.text or ""), OUTPUT_PREFIX)
   elseif kind == "tool_end" then
     local text = ENDED[p.status] or tostring(p.status)
     if p.exitCode ~= nil and p.exitCode ~= vim.NIL then
@@ -188,7 +192,7 @@ local function on_stream(p)
     state.status = p.text
     line("· " .. display.visible(p.text or ""), "status")
   end
-  vim.cmd("redrawstatus")
+  vim.cmd("redrawstatus!")
 end
 
 -- --- approvals ---------------------------------------------------------------------------------
@@ -270,7 +274,7 @@ local function refresh_status(c)
       if type(result.sandbox) == "table" then
         state.isolation, state.network = result.sandbox.level, result.sandbox.network
       end
-      vim.cmd("redrawstatus")
+      vim.cmd("redrawstatus!")
     end
   end)
 end
@@ -350,7 +354,7 @@ function M.chat(prompt)
       refresh_status(c)
     end)
     state.request_id = id
-    vim.cmd("redrawstatus")
+    vim.cmd("redrawstatus!")
   end)
 end
 
