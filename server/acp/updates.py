@@ -177,7 +177,7 @@ class AcpStream(CoalescingStream):
     def _content(self, call: _Call, tail: str | None = None) -> list[Any]:
         blocks = [tool_content(text_block(call_content(call.name, call.arguments)))]
         output = "".join(call.output)
-        if output or tail:
+        if output:
             shown = output[-LIVE_OUTPUT_CHARS:]
             cut = "(earlier output not shown)\n" if len(output) > len(shown) else ""
             blocks.append(tool_content(text_block(cut + code_block(shown))))

@@ -74,6 +74,9 @@ async def test_a_call_that_is_not_allowed_does_not_run(
     assert not (peer.workspace / "made.txt").exists()
     last = peer.client.of("tool_call_update")[-1]
     assert last.status == "failed" and last.raw_output["status"] == ended
+    shown = [c.content.text for c in last.content]
+    assert "```\necho ran > made.txt; echo written\n```" in shown  # what was not run
+    assert all(text.strip("`\n") for text in shown)  # no empty output block
     assert "in_progress" not in [u.status for u in peer.client.of("tool_call_update")]
 
 
