@@ -4,8 +4,8 @@
 ;; emacs-nox, elpa-eglot), nothing else.  M-x gatehouse-chat asks for a prompt and streams the
 ;; answer, tool calls and their output into the *gatehouse* buffer.  Before code runs, eglot asks
 ;; with its own window/showMessageRequest prompt: Deny is pre-filled (RET denies); type Allow (or
-;; Allow for session) to run it.  C-g at that prompt leaves it unanswered: after
-;; confirmTimeoutSeconds the call is not run.  M-x gatehouse-stop cancels the running turn,
+;; Allow for session) to run it.  C-g at that prompt denies too (eglot alone would leave the
+;; request unanswered until confirmTimeoutSeconds).  M-x gatehouse-stop cancels the running turn,
 ;; M-x gatehouse-new starts a new session.
 
 ;;; Code:
@@ -27,6 +27,17 @@ replaces the language server of your source buffers.")
 
 (add-to-list 'eglot-server-programs `(gatehouse-chat-mode . ,gatehouse-command))
 
+(defun gatehouse--dismiss-on-quit (handle server method &rest params)
+  "C-g at a window/showMessageRequest prompt answers null (dismissed: Gatehouse denies at
+once) instead of leaving the request unanswered."
+  (if (eq method 'window/showMessageRequest)
+      (condition-case nil
+          (apply handle server method params)
+        (quit nil))  ; JSON null in jsonrpc (eglot's own :null is not valid there)
+    (apply handle server method params)))
+
+(advice-add 'eglot-handle-request :around #'gatehouse--dismiss-on-quit)
+
 (defvar gatehouse--server nil)
 (defvar gatehouse--session nil)
 (defvar gatehouse--running nil)
@@ -46,7 +57,8 @@ replaces the language server of your source buffers.")
 
 (defun gatehouse--server ()
   (unless (and gatehouse--server (jsonrpc-running-p gatehouse--server))
-    (let ((project (or (project-current nil) (cons 'transient default-directory))))
+    (let ((project (or (project-current nil) (cons 'transient default-directory)))
+          (eglot-sync-connect t))  ; wait for the server: the chat request needs it
       (setq gatehouse--server
             (eglot '(gatehouse-chat-mode) project 'eglot-lsp-server gatehouse-command
                    "gatehouse"))))

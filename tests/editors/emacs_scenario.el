@@ -15,7 +15,9 @@
                 (push (list (cons 'prompt prompt) (cons 'choices (vconcat collection))
                             (cons 'initial initial))
                       asked)
-                (if (equal answer "default") initial answer)))
+                (cond ((equal answer "default") initial)  ; RET
+                      ((equal answer "quit") (signal 'quit nil))  ; C-g
+                      (t answer))))
   (when (getenv "GATEHOUSE_CONFIG")  ; the user's eglot-workspace-configuration
     (setq-default eglot-workspace-configuration (car (read-from-string (getenv "GATEHOUSE_CONFIG")))))
   (gatehouse-chat (getenv "GATEHOUSE_PROMPT"))

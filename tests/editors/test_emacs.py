@@ -84,6 +84,15 @@ def test_allow_runs_and_the_answer_streams_into_the_buffer(tmp_path: Path) -> No
     assert len(partial) >= 3  # it grew while the turn ran
 
 
+def test_c_g_at_the_prompt_denies_at_once(tmp_path: Path) -> None:
+    result = run_emacs(tmp_path, [TOUCH, "Understood."], answer="quit")
+
+    assert result["finished"]  # not left waiting for confirmTimeoutSeconds (300 s)
+    assert len(result["asked"]) == 1
+    assert not (result["workspace"] / "made.txt").exists()
+    assert "[terminal denied]" in result["buffer"]
+
+
 def test_eglot_workspace_configuration_is_applied(tmp_path: Path) -> None:
     # eglot sends it with workspace/didChangeConfiguration; here: turn approvals off
     config = "(:gatehouse (:confirmCodeExecution :json-false))"

@@ -58,10 +58,10 @@ local function chat_buffer()
   end
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_name(buf, "gatehouse://chat")
-  vim.api.nvim_buf_set_option(buf, "buftype", "nofile")
-  vim.api.nvim_buf_set_option(buf, "bufhidden", "hide")
-  vim.api.nvim_buf_set_option(buf, "swapfile", false)
-  vim.api.nvim_buf_set_option(buf, "filetype", "gatehouse")
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = "gatehouse"
   state.buf = buf
   return buf
 end
@@ -76,8 +76,8 @@ local function show_buffer()
   vim.cmd("botright vsplit")
   local win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
-  vim.api.nvim_win_set_option(win, "wrap", true)
-  vim.api.nvim_win_set_option(win, "linebreak", true)
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
   return win
 end
 
@@ -260,11 +260,29 @@ local function client()
   return state.client_id and vim.lsp.get_client_by_id(state.client_id) or nil
 end
 
+-- Neovim 0.11 made the client's functions methods (client:request); 0.7 to 0.10 call them as
+-- fields (client.request), and 0.7 rejects the method form.
+local NEW_API = vim.fn.has("nvim-0.11") == 1
+
 local function request(c, method, params, handler)
-  if vim.fn.has("nvim-0.11") == 1 then
+  if NEW_API then
     return c:request(method, params, handler)
   end
   return c.request(method, params, handler)
+end
+
+local function is_stopped(c)
+  if NEW_API then
+    return c:is_stopped()
+  end
+  return c.is_stopped()
+end
+
+local function cancel_request(c, id)
+  if NEW_API then
+    return c:cancel_request(id)
+  end
+  return c.cancel_request(id)
 end
 
 local function refresh_status(c)
@@ -281,7 +299,7 @@ end
 
 local function start(on_ready)
   local c = client()
-  if c and not c.is_stopped() then
+  if c and not is_stopped(c) then
     return on_ready(c)
   end
   local capabilities = vim.lsp.protocol.make_client_capabilities()
@@ -317,7 +335,7 @@ local function start(on_ready)
       end
     end,
   }
-  if vim.fn.has("nvim-0.11") == 1 then
+  if NEW_API then
     state.client_id = vim.lsp.start(cfg, { attach = false })
   else
     state.client_id = vim.lsp.start_client(cfg)
@@ -368,7 +386,7 @@ function M.stop()
   if state.session_id then
     request(c, "agent/cancel", { sessionId = state.session_id }, function() end)
   elseif state.request_id then
-    c.cancel_request(state.request_id)
+    cancel_request(c, state.request_id)
   end
 end
 
