@@ -6,8 +6,9 @@ and one sender task writes them in the order they were made. :meth:`AcpStream.dr
 everything made so far is on the wire: a permission request and a prompt's response never
 overtake the updates before them.
 
-Model-written text shown as a tool call's title or content goes through
-:func:`server.protocol.display.visible` (ACP clients render it, often as Markdown).
+Model-written text (message and thought chunks, a tool call's title and content) goes through
+:func:`server.protocol.display.visible`: ACP clients render it as they get it, terminal UIs among
+them, so control, bidi and zero-width characters are written out here.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class AcpStream(CoalescingStream):
         self._session_id = session_id
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._calls: dict[str, _Call] = {}
+        self._held: dict[str, str] = {}
         self._task = asyncio.get_running_loop().create_task(self._pump())
         self.broken = False
         """A write failed (the client went away): nothing more is sent."""
@@ -150,9 +152,9 @@ class AcpStream(CoalescingStream):
 
     def _update_for(self, event: AgentEvent) -> Any:
         if isinstance(event, ContentDelta):
-            return update_agent_message_text(event.text)
+            return update_agent_message_text(self._safe("message", event.text))
         if isinstance(event, ReasoningDelta):
-            return update_agent_thought_text(event.text)
+            return update_agent_thought_text(self._safe("thought", event.text))
         if isinstance(event, ToolStarted):
             self._calls[event.tool_call_id] = _Call(event.name, event.arguments)
             return start_tool_call(
@@ -173,6 +175,21 @@ class AcpStream(CoalescingStream):
             return update_agent_thought_text(event.text + "\n")
         assert isinstance(event, ToolArgsDelta)
         return None  # a preview of a call being written: the tool_call follows
+
+    def _safe(self, kind: str, text: str) -> str:
+        """Model text, display-safe (ACP clients render it as it is; terminal UIs among them).
+        A ``\r`` at the end waits for the next delta: it may be half of a ``\r\n``."""
+        text = self._held.pop(kind, "") + text
+        if text.endswith("\r"):
+            self._held[kind], text = "\r", text[:-1]
+        return visible(text)
+
+    def _release_held(self) -> None:
+        """A ``\r`` that ended the turn is shown (as ``\x0d``): nothing the model wrote is lost."""
+        for kind, text in list(self._held.items()):
+            make = update_agent_message_text if kind == "message" else update_agent_thought_text
+            self._queue.put_nowait(make(visible(text)))
+        self._held.clear()
 
     def _content(self, call: _Call, tail: str | None = None) -> list[Any]:
         blocks = [tool_content(text_block(call_content(call.name, call.arguments)))]
@@ -255,6 +272,8 @@ class AcpStream(CoalescingStream):
         await self._queue.join()
 
     async def close(self) -> None:
+        self.flush()
+        self._release_held()
         await self.drain()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

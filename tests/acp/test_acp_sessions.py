@@ -184,3 +184,9 @@ async def test_a_prompt_can_carry_agent_chat_params_in_its_meta(start_acp: Start
     with pytest.raises(RequestError) as bad:
         await peer.conn.prompt(session_id=session, prompt=[text_block("go")], gatehouse={"x": 1})
     assert bad.value.code == -32602
+
+
+async def test_model_text_reaches_the_client_display_safe(start_acp: StartAcp) -> None:
+    peer = await start_acp(["Done.\x1b[2K all good\u202e\r\nnext line\r"])
+    await peer.prompt(await peer.new_session())
+    assert peer.client.text() == "Done.\\x1b[2K all good<U+202E>\nnext line\\x0d"
