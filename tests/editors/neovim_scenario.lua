@@ -55,7 +55,7 @@ local ok, err = pcall(function()
       stopped = true
       vim.cmd("GatehouseStop")
     end
-    return gatehouse._state.client_id ~= nil and not gatehouse._state.running
+    return not gatehouse._state.running
   end, 10)
   report.finished = done
   vim.wait(3000, function()

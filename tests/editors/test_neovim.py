@@ -138,6 +138,16 @@ def test_a_timed_out_prompt_is_marked_and_nothing_runs(tmp_path: Path) -> None:
     assert "TIMED OUT" in result["buffer"]
 
 
+def test_a_server_that_cannot_start_is_reported_in_the_chat_buffer(tmp_path: Path) -> None:
+    result = run_scenario(
+        tmp_path, "no-server", ["never"], setup={"cmd": [str(tmp_path / "no-gatehouse"), "serve"]}
+    )
+
+    assert result["finished"]
+    assert "The Gatehouse server did not start" in result["buffer"]
+    assert result["statusline"] == ""
+
+
 def test_the_lua_display_rule_matches_the_shared_vectors(tmp_path: Path) -> None:
     vectors = REPO / "docs" / "schema" / "display-safety.json"
     out = tmp_path / "out.json"

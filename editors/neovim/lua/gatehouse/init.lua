@@ -335,11 +335,19 @@ local function start(on_ready)
       end
     end,
   }
+  local ok, id
   if NEW_API then
-    state.client_id = vim.lsp.start(cfg, { attach = false })
+    ok, id = pcall(vim.lsp.start, cfg, { attach = false })
   else
-    state.client_id = vim.lsp.start_client(cfg)
+    ok, id = pcall(vim.lsp.start_client, cfg)
   end
+  if not ok or not id then
+    state.running = false
+    line("The Gatehouse server did not start (" .. table.concat(cmd, " ") .. "): "
+      .. tostring(id or "no client") .. ". Set cmd in require('gatehouse').setup({...}).", "status")
+    return
+  end
+  state.client_id = id
 end
 
 --- :GatehouseChat {prompt}: sends prompt (asks for one when empty) in the current session.
