@@ -214,8 +214,11 @@ class GatehouseAgent:
             streams.append(stream)
             return stream
 
-        try:
-            _turn_id, result = await self.service.run_turn(
+        # The turn runs in a task of its own: each model token resumes only the turn's frames,
+        # not also the SDK's request chain (router, connection) above this one (~4 % CPU per
+        # token). Cancelling this request (the client went away) cancels that task too.
+        turn = asyncio.ensure_future(
+            self.service.run_turn(
                 session,
                 request,
                 None,
@@ -226,6 +229,9 @@ class GatehouseAgent:
                     stream,  # type: ignore[arg-type]
                 ),
             )
+        )
+        try:
+            _turn_id, result = await turn
         except RpcError as exc:
             raise _rpc_error(exc) from None
         finally:
