@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from server.protocol import (
     ToolCallSummary,
     UnwiredGateData,
 )
+from server.rules import RulesService
 from server.sessions import Session, SessionStore
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class AgentService:
         self.sessions = SessionStore()
         self.approvals = Approvals(channel)
         self.models = BackendManager(options)
+        self.rules = RulesService(self.sessions, workspace)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -101,6 +103,7 @@ class AgentService:
         self.options, self.workspace, self.client = options, workspace, client
         self.sandbox = sandbox
         self.models = BackendManager(options)
+        self.rules.configure(workspace)
 
     def reconfigure(self, options: ServerOptions) -> None:
         """Settings re-read (``workspace/didChangeConfiguration``): they apply from the next
@@ -294,6 +297,7 @@ class AgentService:
         session.active, session.active_turn_id = control, turn_id
         stream = make_stream(turn_id)
         try:
+            request = await self._with_rules(request, stream)
             try:
                 backend = await self._load(model, stream)
             except asyncio.CancelledError:
@@ -334,6 +338,20 @@ class AgentService:
             approver,
         )
         return self._result(session, turn_id, result)
+
+    async def _with_rules(self, request: TurnRequest, stream: CoalescingStream) -> TurnRequest:
+        """The request with the rules in force (read off the event loop); what is wrong in the
+        rules files is said once, as a status line."""
+        rules, problems = await asyncio.to_thread(self.rules.load)
+        for problem in self.rules.new_problems(problems):
+            stream.emit(StatusNote(f"Rules: {problem}"))
+        user = self.rules.user_rules()  # resolved by load() above: no disk access here
+        return replace(
+            request,
+            rules=rules,
+            user_rules_folder=None if user is None else user.folder,
+            rules_scope=self.rules.scope,
+        )
 
     @staticmethod
     def _result(session: Session, turn_id: str, result: TurnResult) -> ChatResult:

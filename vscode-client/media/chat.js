@@ -156,22 +156,30 @@
     message.placeholder = 'Optional message to the model (sent with Deny)';
     message.setAttribute('aria-label', 'Message to the model');
     const buttons = el('div', 'approval-buttons');
-    const once = el('button', 'approve-once', 'Allow once');
-    const session = el('button', 'approve-session', 'Allow for this session');
-    const deny = el('button', 'deny', 'Deny');
-    for (const b of [once, session, deny]) b.type = 'button';
-    buttons.append(deny, once, session); // Deny first: it is the default of every prompt
+    // One button per choice the server offers, Deny first (the host orders them so): it is the
+    // default of every prompt. Labels say the scope ("Allow `npm test *` in this session").
+    const CLASSES = { deny: 'deny', allow_once: 'approve-once', allow_session: 'approve-session', allow_always: 'approve-always' };
+    const all = [];
+    for (const choice of view.choices || []) {
+      const button = el('button', CLASSES[choice.kind] || 'approve-other', choice.label);
+      button.type = 'button';
+      button.setAttribute('data-choice-id', choice.id);
+      button.setAttribute('data-choice-kind', choice.kind);
+      button.addEventListener('click', () => answer(choice.id));
+      all.push(button);
+      buttons.append(button);
+    }
     card.append(title, label);
     if (view.hiddenWarning) card.append(el('div', 'approval-warning', view.hiddenWarning));
+    if (view.unclear && view.unclear.length) {
+      card.append(el('div', 'approval-unclear', 'Rules cannot allow this command: it ' + view.unclear.join('; it ') + '.'));
+    }
     card.append(code, dl, message, buttons);
 
-    const answer = (decision) => {
-      for (const b of [once, session, deny]) b.disabled = true;
-      vscode.postMessage({ type: 'approve', approvalId: view.approvalId, decision, message: message.value });
-    };
-    once.addEventListener('click', () => answer('allow'));
-    session.addEventListener('click', () => answer('allow_session'));
-    deny.addEventListener('click', () => answer('deny'));
+    function answer(choice) {
+      for (const b of all) b.disabled = true;
+      vscode.postMessage({ type: 'approve', approvalId: view.approvalId, choice, message: message.value });
+    }
 
     const tool = toolCard(view.toolCallId);
     keepScrolled(() => {
@@ -182,21 +190,24 @@
   }
 
   const OUTCOME_NOTES = {
-    allow: 'Allowed',
+    allow_once: 'Allowed once',
     allow_session: 'Allowed for this session',
+    allow_always: 'Always allowed in this workspace',
     deny: 'Denied',
     withdrawn: 'Approval withdrawn',
   };
 
-  function closeApproval(approvalId, outcome) {
+  function closeApproval(approvalId, outcome, label) {
     const card = findById('.approval-card', 'data-approval-id', approvalId);
     if (!card) return;
-    const note = el('div', 'approval-note', OUTCOME_NOTES[outcome] || outcome);
+    const shown = outcome === 'allow_session' || outcome === 'allow_always' ? label : null;
+    const note = el('div', 'approval-note', shown ? 'You chose: ' + shown : OUTCOME_NOTES[outcome] || outcome);
+    note.setAttribute('data-outcome', outcome);
     note.setAttribute('data-approval-id', approvalId);
     card.replaceWith(note);
     const tool = note.closest('.tool-card');
     if (!tool) return;
-    if (outcome === 'allow' || outcome === 'allow_session') setToolStatus(tool, 'running', false);
+    if (outcome === 'allow_once' || outcome === 'allow_session' || outcome === 'allow_always') setToolStatus(tool, 'running', false);
     else if (outcome === 'withdrawn') setToolStatus(tool, 'withdrawn', false);
   }
 
@@ -240,7 +251,7 @@
     error: (m) => showError(m.text),
     endTurn: (m) => endTurn(m.note),
     approval: (m) => showApproval(m.view),
-    closeApproval: (m) => closeApproval(m.approvalId, m.outcome),
+    closeApproval: (m) => closeApproval(m.approvalId, m.outcome, m.label),
     clear: () => clear(),
   };
 

@@ -7,6 +7,8 @@ import { ServerManager } from './client';
 import { modelSetting, watchSettings } from './config';
 import { selectModel } from './modelPicker';
 import { quickPickUi } from './modelPickerUi';
+import type { RuleItem } from './rules';
+import { RULES_VIEW_ID, RulesViewProvider } from './rulesView';
 import { StatusBar } from './statusBar';
 
 let server: ServerManager | undefined;
@@ -19,15 +21,21 @@ export function activate(context: vscode.ExtensionContext): void {
   const folder = (): string => workspace ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '(the server\'s current folder)';
 
   const manager = new ServerManager(context, log, {
-    onStream: (event) => chat.handleEvent(event),
+    onStream: (event) => {
+      chat.handleEvent(event);
+      // A call decided by a rule, or an answer that made one: the Rules view shows it at once.
+      if (event.type === 'tool_end') void rules.refresh();
+    },
     onToolConfirm: (params, token) => askApproval(params, token, view, folder(), (m) => log.warn(m)),
     onStateChange: (state, detail) => statusBar.show({ state, detail, bypass: false }),
     onReady: () => {
       chat.serverRestarted();
       void refreshStatus();
+      void rules.refresh();
     },
   });
   server = manager;
+  const rules = new RulesViewProvider(manager);
   const chat = new ChatSession(manager, view, { onTurnEnd: () => void refreshStatus() });
   const refreshStatus = async (): Promise<void> => {
     try {
@@ -46,6 +54,14 @@ export function activate(context: vscode.ExtensionContext): void {
     view,
     statusBar,
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
+    rules,
+    vscode.window.registerTreeDataProvider(RULES_VIEW_ID, rules),
+    command('gatehouse.refreshRules', () => rules.refresh()),
+    command('gatehouse.showRules', async () => {
+      await vscode.commands.executeCommand(`${RULES_VIEW_ID}.focus`);
+      await rules.refresh();
+    }),
+    command('gatehouse.removeRule', (item?: RuleItem) => (item === undefined ? rules.pickAndRemove() : rules.remove(item))),
     watchSettings(() => void manager.restartIfChanged(), log),
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     command('gatehouse.newSession', () => chat.newSession()),

@@ -33,6 +33,13 @@ const SCRIPT = {
     // (e) a command that hides terminal escapes: shown written out, with a warning; denied.
     `Just listing.\n${call('touch hidden_ran.txt #\u001b[2K\u001b[1G  $ ls -la')}`,
     'Understood: nothing ran.',
+    // (f) Always allow: a rule is made, the next note runs unasked, removing the rule asks again.
+    `I will write a note.\n${call('echo NOTE-1 >> notes.txt')}`,
+    'Noted.',
+    `Another note.\n${call('echo NOTE-2 >> notes.txt')}`,
+    'Noted again.',
+    `A third note.\n${call('echo NOTE-3 >> notes.txt')}`,
+    'Understood: the third note was not written.',
     // (d) Stop while the approval is pending: the turn ends there, so the next turn is never used.
     `One more file.\n${call('touch stopped.txt')}`,
     'THIS TURN MUST NEVER BE STREAMED.',
@@ -250,6 +257,54 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
       { timeout: 20000 });
     await turnEnded();
     assert.equal(onDisk('hidden_ran.txt'), false, 'hidden_ran.txt must never appear');
+  });
+
+  scenario('f: Always allow makes a rule; the Rules view lists it and removes it', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('Write a note');
+    const card = await approvalCard();
+    const labels = (await card.locator('.approval-buttons button').allTextContents()).map((t) => t.trim());
+    assert.deepEqual(labels, [
+      'Deny',
+      'Allow once',
+      'Allow `echo *` in this session',
+      'Always allow `echo *` in this workspace',
+    ], 'the scoped choices, Deny first');
+    await screenshot(page, 'e2e-f1-scoped-choices');
+    await card.locator('button.approve-always').click();
+    await waitFor('the first note on disk', () => onDisk('notes.txt'), { timeout: 20000 });
+    await turnEnded();
+    assert.match(await text('.approval-note'), /Always allow `echo \*` in this workspace/);
+
+    // The rule is in the Rules view, with where it came from.
+    await runCommand(page, 'Gatehouse: Show Rules');
+    const row = page.locator('.monaco-list-row', { hasText: 'allow terminal `echo *`' });
+    await waitFor('the rule in the Rules view', () => row.first().isVisible(), { timeout: 20000 });
+    assert.match(await row.first().textContent(), /yours · this workspace/);
+    await screenshot(page, 'e2e-f2-rules-view-lists-the-rule');
+
+    // The rule answers the next prompt: the second note is written without a card.
+    await startNewSession();
+    await send('Write another note');
+    await waitFor('the second note on disk', () => fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8').includes('NOTE-2'),
+      { timeout: 20000 });
+    await turnEnded();
+    assert.equal(await f.locator('.approval-card').count(), 0, 'no card: the rule allowed it');
+    assert.equal(await text('.tool-card .tool-status'), 'completed');
+
+    // Removed from the view (its inline remove button), the prompt comes back.
+    await row.first().hover();
+    await row.first().locator('.action-label[aria-label*="Remove a Rule"]').click();
+    await waitFor('the rule to leave the Rules view', async () => await row.count() === 0, { timeout: 20000 });
+    await screenshot(page, 'e2e-f3-rule-removed');
+    await startNewSession();
+    await send('Write a third note');
+    const again = await approvalCard();
+    await screenshot(page, 'e2e-f4-asked-again');
+    await again.locator('button.deny').click();
+    await turnEnded();
+    assert.doesNotMatch(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), /NOTE-3/);
   });
 
   scenario('d: Stop while the approval is pending runs nothing', async () => {
