@@ -44,6 +44,18 @@ def pick(kind: str) -> Decide:
     return decide
 
 
+def pick_id(option_id: str) -> Decide:
+    """Answer every permission request with the option ``option_id``."""
+
+    async def decide(_call: ToolCallUpdate, options: list[PermissionOption]) -> Any:
+        assert option_id in [o.option_id for o in options], options
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option_id)
+        )
+
+    return decide
+
+
 async def cancelled(_call: ToolCallUpdate, _options: list[PermissionOption]) -> Any:
     return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 

@@ -10,7 +10,7 @@ import pytest
 from acp import RequestError, text_block
 from acp.schema import AllowedOutcome, RequestPermissionResponse
 
-from tests.acp.conftest import StartAcp, cancelled, never, pick, tool_call
+from tests.acp.conftest import StartAcp, cancelled, never, pick, pick_id, tool_call
 
 TOUCH = tool_call("terminal", command="echo ran > made.txt; echo written")
 
@@ -45,8 +45,8 @@ async def test_permission_request_defaults_to_deny_and_names_isolation_and_netwo
     await peer.prompt(await peer.new_session())
 
     call, options = peer.client.permissions[0]
-    kinds = [o.kind for o in options]
-    assert kinds == ["reject_once", "allow_once", "allow_always", "reject_always"]
+    # a command hiding characters is offered no rule: Deny, Allow once, and our deny-for-session
+    assert [o.kind for o in options] == ["reject_once", "allow_once", "reject_always"]
     assert options[0].name == "Deny"
     assert "isolation:" in call.title and "network: off" in call.title
     text = call.content[0].content.text
@@ -93,21 +93,30 @@ async def test_an_answer_naming_no_offered_option_fails_closed(start_acp: StartA
 
 
 async def test_always_answers_hold_for_the_rest_of_the_session(start_acp: StartAcp) -> None:
-    def echo(word: str) -> str:
-        return tool_call("terminal", command=f"echo {word} >> log.txt")
+    def touch(name: str) -> str:
+        return tool_call("terminal", command=f"touch {name}")
 
-    turns = [echo("one"), echo("two"), "done", echo("three"), echo("four"), "done"]
-    peer = await start_acp(turns, pick("allow_always"))
+    turns = [touch("1.txt"), touch("2.txt"), "done", touch("3.txt"), touch("4.txt"), "done"]
+    peer = await start_acp(turns, pick_id("allow_session"))
     session = await peer.new_session()
     await peer.prompt(session)
-    assert (peer.workspace / "log.txt").read_text().split() == ["one", "two"]
-    assert len(peer.client.permissions) == 1  # the second call ran without asking
+    _call, options = peer.client.permissions[0]
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("deny", "reject_once"),
+        ("allow_once", "allow_once"),
+        ("allow_session", "allow_always"),
+        ("allow_always", "allow_always"),
+        ("deny_session", "reject_always"),
+    ]
+    assert options[2].name == "Allow `touch *` in this session"
+    assert (peer.workspace / "1.txt").exists() and (peer.workspace / "2.txt").exists()
+    assert len(peer.client.permissions) == 1  # the session grant covered the second call
 
-    peer.client.decide = pick("reject_always")
-    other = await peer.new_session()  # another session asks again
+    peer.client.decide = pick_id("deny_session")
+    other = await peer.new_session()  # another session: asked again
     await peer.prompt(other)
     assert len(peer.client.permissions) == 2  # the second call was denied without asking
-    assert (peer.workspace / "log.txt").read_text().split() == ["one", "two"]
+    assert not (peer.workspace / "3.txt").exists() and not (peer.workspace / "4.txt").exists()
 
 
 async def test_no_answer_in_time_means_not_run(start_acp: StartAcp) -> None:
