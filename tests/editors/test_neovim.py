@@ -219,3 +219,25 @@ vim.cmd("qa!")
         capture_output=True,
     )
     assert out.read_text(encoding="utf-8").strip() == "Two files here."
+
+
+def test_the_servers_scoped_choices_are_offered_and_a_session_grant_holds(tmp_path: Path) -> None:
+    def touch(name: str) -> str:
+        call = {"name": "terminal", "arguments": {"command": f"touch {name}"}}
+        return "<tool_call>" + json.dumps(call) + "</tool_call>"
+
+    result = run_scenario(
+        tmp_path,
+        "grant",
+        [touch("1.txt"), touch("2.txt"), "Done."],
+        answer="Allow `touch *` in this session",
+    )
+
+    assert result["asked"][0]["items"] == [
+        "Deny",
+        "Allow once",
+        "Allow `touch *` in this session",
+        "Always allow `touch *` in this workspace",
+    ]
+    assert len(result["asked"]) == 1  # the grant covered the second call
+    assert (result["workspace"] / "1.txt").exists() and (result["workspace"] / "2.txt").exists()

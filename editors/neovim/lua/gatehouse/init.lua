@@ -197,11 +197,29 @@ end
 
 -- --- approvals ---------------------------------------------------------------------------------
 
-local CHOICES = {
-  { label = "Deny", decision = "deny" },
-  { label = "Allow once", decision = "allow" },
-  { label = "Allow for this session", decision = "allow_session" },
+local FALLBACK_CHOICES = {
+  { label = "Deny", decision = "deny", kind = "deny" },
+  { label = "Allow once", decision = "allow", kind = "allow_once" },
 }
+
+local DECISION = { deny = "deny", allow_once = "allow", allow_always = "allow", allow_session = "allow_session" }
+
+-- The server's choices (labels with their scope, e.g. "Allow `npm test *` in this session"),
+-- display-safe, Deny first whatever order they came in.
+local function choices_of(p)
+  if type(p.choices) ~= "table" or #p.choices == 0 then
+    return FALLBACK_CHOICES
+  end
+  local denies, others = {}, {}
+  for _, c in ipairs(p.choices) do
+    local item = { label = display.visible(tostring(c.label)), decision = DECISION[c.kind] or "deny", kind = c.kind, id = c.id }
+    table.insert(item.kind == "deny" and denies or others, item)
+  end
+  if #denies == 0 then
+    denies = { FALLBACK_CHOICES[1] }
+  end
+  return vim.list_extend(denies, others)
+end
 
 local function approval_prompt(p)
   local sandbox = type(p.sandbox) == "table" and p.sandbox or {}
@@ -222,17 +240,18 @@ end
 local function on_tool_confirm(_, p)
   local id = p.approvalId
   state.waiting[id] = true
+  local choices = choices_of(p)
   local items = {}
-  for k, choice in ipairs(CHOICES) do
+  for k, choice in ipairs(choices) do
     items[k] = choice.label
   end
-  local decision
+  local chosen
   vim.ui.select(items, { prompt = approval_prompt(p), kind = "gatehouse.approval" }, function(_, idx)
-    decision = idx and CHOICES[idx] and CHOICES[idx].decision or "deny"
+    chosen = idx and choices[idx] or choices[1] -- dismissed: Deny
   end)
   -- An asynchronous vim.ui.select answers later: wait for it, or for the server to withdraw.
   vim.wait(config.approval_wait_ms, function()
-    return decision ~= nil or state.withdrawn[id] ~= nil
+    return chosen ~= nil or state.withdrawn[id] ~= nil
   end, 20)
   vim.wait(20, function()
     return state.withdrawn[id] ~= nil
@@ -242,7 +261,8 @@ local function on_tool_confirm(_, p)
     line("  ⌛ the approval prompt was withdrawn (timed out or cancelled): not run", "tool")
     return { decision = "deny", approvalId = id }
   end
-  return { decision = decision or "deny", approvalId = id }
+  chosen = chosen or choices[1]
+  return { decision = chosen.decision, choice = chosen.id, approvalId = id }
 end
 
 local function on_cancel_request(_, p)
