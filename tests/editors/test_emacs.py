@@ -66,7 +66,7 @@ def test_enter_on_the_prefilled_action_denies_and_nothing_runs(tmp_path: Path) -
     assert result["finished"]
     asked = result["asked"][0]
     assert asked["initial"] == "Deny"  # what RET picks
-    assert list(asked["choices"]) == ["Deny", "Allow", "Allow for session"]
+    assert list(asked["choices"])[:2] == ["Deny", "Allow once"]
     assert "echo ran > made.txt" in asked["prompt"] and "isolation:" in asked["prompt"]
     assert not (result["workspace"] / "made.txt").exists()
     assert "[terminal denied]" in result["buffer"]
@@ -75,7 +75,7 @@ def test_enter_on_the_prefilled_action_denies_and_nothing_runs(tmp_path: Path) -
 
 def test_allow_runs_and_the_answer_streams_into_the_buffer(tmp_path: Path) -> None:
     slow = {"text": "It wrote the file and then it said more words.", "chunkDelayMs": 100}
-    result = run_emacs(tmp_path, [TOUCH, slow], answer="Allow")
+    result = run_emacs(tmp_path, [TOUCH, slow], answer="Allow once")
 
     assert (result["workspace"] / "made.txt").read_text() == "ran\n"
     assert "[terminal completed]" in result["buffer"]
