@@ -3,8 +3,8 @@
 ;; The recipe of docs/editors.md ("Emacs"), as a file: Emacs 28+ with eglot 1.9+ (Debian:
 ;; emacs-nox, elpa-eglot), nothing else.  M-x gatehouse-chat asks for a prompt and streams the
 ;; answer, tool calls and their output into the *gatehouse* buffer.  Before code runs, eglot asks
-;; with its own window/showMessageRequest prompt: Deny is pre-filled (RET denies); type Allow (or
-;; Allow for session) to run it.  C-g at that prompt denies too (eglot alone would leave the
+;; with its own window/showMessageRequest prompt: Deny is pre-filled (RET denies); type Allow once
+;; (or a scoped grant such as "Allow `touch *` in this session") to run it.  C-g at that prompt denies too (eglot alone would leave the
 ;; request unanswered until confirmTimeoutSeconds).  M-x gatehouse-stop cancels the running turn,
 ;; M-x gatehouse-new starts a new session.
 
