@@ -67,8 +67,12 @@ lint: $(DEV)
 typecheck: $(DEV)
 	$(VENV)/bin/mypy
 
+# The editor tests (tests/editors: Debian's Neovim and Emacs + eglot, acpx on Node 22) need their
+# tools: scripts/setup-editors.sh installs the missing ones once (Node 22 and acpx are cached in
+# ~/.cache/gatehouse-editors) and prints where they are; here a missing tool fails, not skips.
 unit: $(DEV)
-	$(VENV)/bin/pytest -q
+	@set -a && eval "$$(bash scripts/setup-editors.sh)" && set +a && \
+		GATEHOUSE_REQUIRE_EDITORS=1 $(VENV)/bin/pytest -q
 
 test: lint typecheck unit vscode
 

@@ -35,7 +35,7 @@ from sandbox.runtime import drop_workspace_imports
 from server.documents import OpenDocuments
 from server.framing import serve_frames
 from server.model_methods import ModelMethods
-from server.options import ServerOptions, parse_options
+from server.options import ServerOptions, parse_options, settings_section
 from server.protocol import (
     AGENT_CANCEL,
     AGENT_CHAT,
@@ -147,12 +147,17 @@ def _workspace_from(params: lsp.InitializeParams, launch: LaunchSettings) -> Pat
 
 
 def _client_features(params: lsp.InitializeParams) -> ClientFeatures:
+    """What the client can answer. ``window/showMessageRequest`` is a base LSP request every
+    editor handles (the ``window.showMessage`` capability only describes action-item properties,
+    and eglot 1.9 does not send it): a client that declares editor capabilities
+    (``textDocument`` or ``window``) is asked with it. A client that declares neither is a bare
+    harness: it is asked nothing, and a request that could prompt is refused up front."""
     caps = params.capabilities
     experimental = caps.experimental if isinstance(caps.experimental, dict) else {}
     window = caps.window
     return ClientFeatures(
         tool_confirm=experimental.get("toolConfirm") is True,
-        show_message_request=window is not None and window.show_message is not None,
+        show_message_request=window is not None or caps.text_document is not None,
         work_done_progress=window is not None and window.work_done_progress is True,
     )
 
@@ -185,9 +190,13 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         cgroups.remove_trees(service.sandbox.trees)
 
     problems: list[str] = []
+    initial: list[ServerOptions] = [ServerOptions()]
+    """The options of ``initializationOptions`` (before the flags): what settings re-read by
+    ``workspace/didChangeConfiguration`` apply over."""
 
     def on_initialize(params: lsp.InitializeParams) -> dict[str, Any]:
         options, found = parse_options(params.initialization_options)
+        initial[0] = options
         options, from_flags = parse_options(launch.options, options)  # flags win
         problems.extend(found + from_flags)
         settings = SandboxSettings(
@@ -206,8 +215,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
 
     protocol.on_initialize = on_initialize
 
-    @server.feature(lsp.INITIALIZED)
-    def initialized(_params: lsp.InitializedParams) -> None:
+    def report_problems() -> None:
         for problem in problems:
             server.window_show_message(
                 lsp.ShowMessageParams(lsp.MessageType.Warning, f"Gatehouse settings: {problem}")
@@ -218,6 +226,31 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         m.name for m in METHODS if m.direction == "client->server" and m.kind == "request"
     )
     _track_documents(server, service.documents)
+
+    @server.feature(lsp.INITIALIZED)
+    def initialized(_params: lsp.InitializedParams) -> None:
+        report_problems()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(params: lsp.DidChangeConfigurationParams) -> None:
+        # Settings are re-read and apply from the next request; the flags still win. Sandbox
+        # settings decide how approved code is confined: they apply when the server starts.
+        section = settings_section(params.settings)
+        if section is None:
+            logger.info("workspace/didChangeConfiguration without Gatehouse settings: no change")
+            return
+        options, found = parse_options(section, initial[0])
+        options, from_flags = parse_options(launch.options, options)
+        problems.extend(found + from_flags)
+        if options.sandbox != service.options.sandbox:
+            problems.append(
+                "sandbox settings apply when the server starts; restart it to change them"
+            )
+            options = options.model_copy(update={"sandbox": service.options.sandbox})
+        service.reconfigure(options)
+        logger.info("settings re-read (workspace/didChangeConfiguration)")
+        report_problems()
+
     model_methods = ModelMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
@@ -263,6 +296,12 @@ def _track_documents(server: LanguageServer, documents: OpenDocuments) -> None:
     documents.bind(text_of)
 
 
+def _no_params_as_object(params: Any) -> Any:
+    """Absent params, or an empty by-position list (what Lua's ``{}`` encodes to in Neovim),
+    are no params."""
+    return {} if params is None or params == [] else params
+
+
 def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
     """Register ``handler`` for ``method``: params validated by the method's params model (a
     failure is -32602 naming each field), the result checked against its result model."""
@@ -276,14 +315,14 @@ def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
     if inspect.iscoroutinefunction(handler):
 
         async def run_async(params: Any) -> dict[str, Any]:
-            parsed = params_model.model_validate({} if params is None else params)
+            parsed = params_model.model_validate(_no_params_as_object(params))
             return wire(await handler(parsed))
 
         server.feature(method.name)(run_async)
     else:
 
         def run(params: Any) -> dict[str, Any]:
-            return wire(handler(params_model.model_validate({} if params is None else params)))
+            return wire(handler(params_model.model_validate(_no_params_as_object(params))))
 
         server.feature(method.name)(run)
 

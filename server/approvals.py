@@ -50,7 +50,8 @@ from server.transport import ClientCancelled
 
 logger = logging.getLogger(__name__)
 
-PromptStyle = Literal["toolConfirm", "showMessageRequest"]
+PromptStyle = Literal["toolConfirm", "showMessageRequest", "acp"]
+"""How approvals are asked: ``acp`` is ``session/request_permission`` (:mod:`server.acp`)."""
 
 DENY = "Deny"
 BASE_DECISION: dict[str, ClientDecision] = {
@@ -218,7 +219,9 @@ def diff_stat(request: ApprovalRequest) -> list[str]:
     return lines
 
 
-def _head(request: ApprovalRequest, settings: PromptSettings) -> str:
+def approval_head(request: ApprovalRequest, settings: PromptSettings) -> str:
+    """The first sentence of every approval prompt: the files an edit changes (with its diff
+    stat), or the tool, the folder, isolation and network."""
     where = visible(settings.workspace)
     if request.edits:
         count = len(request.edits)
@@ -241,7 +244,7 @@ def message_request(
     code = shown_code(request)
     lines = visible(code).split("\n")
     complete = len(lines) <= FALLBACK_MAX_LINES and len(code) <= FALLBACK_MAX_CHARS
-    parts = [_head(request, settings)]
+    parts = [approval_head(request, settings)]
     warning = hidden_warning(code)
     if warning:
         parts.append(warning)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the model catalog loads with the first chat, not at start-u
     from engine.models import ModelEntry
     from engine.models.defaults import ModelDefaults
 from server.errors import InvalidParams, InvalidRequest
-from server.options import ServerOptions
+from server.options import BACKEND_FIELDS, ServerOptions
 from server.protocol import InvalidParamsData, ModelUnavailableData
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,17 @@ class BackendManager:
         self.options = options
         self.current: Backend | None = None
         self._requested: str | None = None
+        self._stale = False
+        """The settings the current model was made with have changed: make it again."""
         self._lock = asyncio.Lock()
+
+    def reconfigure(self, options: ServerOptions) -> None:
+        """New settings; when one the model was made with changed, the next request makes the
+        model again (like a switch: refused while another session is generating)."""
+        changed = any(getattr(options, f) != getattr(self.options, f) for f in BACKEND_FIELDS)
+        self.options = options
+        if changed and self.current is not None:
+            self._stale = True
 
     @property
     def model_name(self) -> str | None:
@@ -115,6 +125,8 @@ class BackendManager:
 
     def is_current(self, model: str | None) -> bool:
         """True when ``model`` names what is (or would be) loaded anyway."""
+        if self._stale:
+            return False
         if model is None or model == self._requested:
             return True
         return self.current is not None and model == self.current.model
@@ -136,7 +148,7 @@ class BackendManager:
         if self.current is not None and busy_elsewhere:
             raise InvalidRequest(
                 f"Another session is using {self.current.model}; wait for it (or cancel it) "
-                f"before switching to {model}.",
+                f"before switching to {model or 'the model your settings name'}.",
                 ModelUnavailableData(reason="busy"),
             )
 
@@ -150,6 +162,7 @@ class BackendManager:
                 except BackendError as exc:
                     raise InvalidParams(str(exc), InvalidParamsData(fields=["model"])) from None
                 old, self.current, self._requested = self.current, backend, wanted
+                self._stale = False
                 if old is not None:
                     logger.info("switching model: %s -> %s", old.model, backend.model)
                     await old.close()

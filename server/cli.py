@@ -77,9 +77,23 @@ def _parser() -> argparse.ArgumentParser:
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],
             help="stderr log level (default: INFO for serve, WARNING for chat)",
         )
+        p.add_argument(
+            "--log-file",
+            help="append the log to this file instead of stderr (editors that show every "
+            "stderr line as an error, such as Neovim's lsp.log)",
+        )
 
     serve = sub.add_parser("serve", help="serve JSON-RPC 2.0 over stdio (LSP framing)")
     engine_flags(serve)
+
+    acp = sub.add_parser(
+        "acp",
+        help="speak the Agent Client Protocol over stdio (Zed, JetBrains, acpx, Toad, ...)",
+        description="Speak the Agent Client Protocol over stdio. The workspace is --workspace, "
+        "else the first session/new's cwd. Options: these flags, or the initialize request's "
+        "_meta.gatehouse object (see docs/acp.md).",
+    )
+    engine_flags(acp)
 
     chat = sub.add_parser("chat", help="chat from the terminal through a real server child")
     chat.add_argument("prompt", nargs="?", help="the prompt (none: an interactive REPL)")
@@ -143,14 +157,33 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _acp(args: argparse.Namespace) -> int:
+    from sandbox.hardening import make_non_dumpable  # noqa: PLC0415
+    from sandbox.probe import EarlyProbe, Place  # noqa: PLC0415
+    from server.scratch import make_scratch_root, reap_stale_in_background  # noqa: PLC0415
+
+    make_non_dumpable()
+    reap_stale_in_background()
+    scratch_root = make_scratch_root()
+    early = None
+    if args.workspace is not None:
+        early = EarlyProbe(Place(args.workspace, scratch_root / "bin"))
+    from server.acp.serve import serve_acp  # noqa: PLC0415
+
+    if args.script is not None:
+        args.script = str(Path(args.script).expanduser().resolve())
+    return serve_acp(args.workspace, option_flags(args), scratch_root, early)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.log_level is None:
         # The harness shows a transcript: the server's INFO lines would only clutter it.
-        args.log_level = "INFO" if args.command == "serve" else "WARNING"
+        args.log_level = "INFO" if args.command in ("serve", "acp") else "WARNING"
+    log_file = getattr(args, "log_file", None)
     logging.basicConfig(
         level=getattr(logging, args.log_level),
-        stream=sys.stderr,
+        **({"filename": log_file} if log_file else {"stream": sys.stderr}),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.log_level != "DEBUG":
@@ -158,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "acp":
+        return _acp(args)
     if args.command == "models":
         from server import models_command  # noqa: PLC0415
 

@@ -200,7 +200,7 @@ def parse_options(raw: Any, base: ServerOptions | None = None) -> tuple[ServerOp
     """Apply ``initializationOptions`` over ``base``, field by field; return the options and the
     problems found (each bad field keeps the value it had, and is named in a problem)."""
     options = base or ServerOptions()
-    if raw is None:
+    if raw is None or raw == []:  # an empty Lua table is encoded as []
         return options, []
     if not isinstance(raw, dict):
         return options, ["initializationOptions must be an object; using the defaults"]
@@ -245,3 +245,30 @@ def cli_options() -> list[tuple[str, str, Any]]:
         if isinstance(extra, dict) and extra.get("x-cli"):
             found.append((name, to_camel(name), info))
     return found
+
+
+def settings_section(settings: Any) -> dict[str, Any] | None:
+    """The Gatehouse part of ``workspace/didChangeConfiguration``'s ``settings``: its
+    ``gatehouse`` object when there is one, else the object itself when it holds at least one
+    Gatehouse option (eglot sends its whole workspace configuration), else None (nothing for us:
+    other servers' settings are not reported as unknown options)."""
+    if not isinstance(settings, dict):
+        return None
+    section = settings.get("gatehouse")
+    if isinstance(section, dict):
+        return section
+    known = {info.alias or to_camel(name) for name, info in ServerOptions.model_fields.items()}
+    return settings if known & set(settings) else None
+
+
+BACKEND_FIELDS: tuple[str, ...] = (
+    "backend",
+    "model",
+    "script",
+    "threads",
+    "context_size",
+    "tool_grammar",
+    "model_defaults",
+    "openai",
+)
+"""The options a loaded model was made with: when one changes, the model is made again."""

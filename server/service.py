@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import __version__
+from engine.approvals import Approver
 from engine.backends.base import GenerationOptions
 from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
 from engine.tools import BUILTIN_TOOL_NAMES, builtin_tools
 from engine.turns import TurnControl, TurnRequest, TurnResult
 from sandbox.tiers import Sandbox, unsandboxed
-from server.approvals import Approvals, ClientChannel, PromptSettings
+from server.approvals import Approvals, ClientChannel, PromptSettings, PromptStyle
 from server.backends import BackendManager
 from server.documents import OpenDocuments
 from server.errors import InvalidParams, InvalidRequest, unknown_session
@@ -48,7 +50,7 @@ from server.sessions import Session, SessionStore
 
 if TYPE_CHECKING:
     from sandbox.box import Box
-from server.stream import TurnStream
+from server.stream import CoalescingStream, TurnStream
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +109,12 @@ class AgentService:
         self.sandbox = sandbox
         self.models = BackendManager(options)
         self.rules.configure(workspace)
+
+    def reconfigure(self, options: ServerOptions) -> None:
+        """Settings re-read (``workspace/didChangeConfiguration``): they apply from the next
+        request; a model made with other backend settings is made again when next used."""
+        self.options = options
+        self.models.reconfigure(options)
 
     def sandbox_report(self) -> SandboxReport:
         info = self.sandbox.info
@@ -204,6 +212,20 @@ class AgentService:
             scratch.mkdir(mode=0o700, exist_ok=True)
         return Box(self.workspace, self.sandbox, scratch)
 
+    # --- sessions (shared by the transports) -----------------------------------------------
+
+    sessions_persist = False
+    """Whether sessions outlive the process (``session/load`` in ACP mode); issue 11's
+    persisted sessions turn it on and implement :meth:`restore_session`."""
+
+    def new_session(self) -> Session:
+        return self.sessions.create(self._box_for)
+
+    def restore_session(self, session_id: str) -> Session | None:
+        """A session saved by an earlier server, with its conversation, bound to a new box; None
+        when there is none. The seam for persisted sessions: nothing is saved yet."""
+        return self.sessions.get(session_id)
+
     def _check_gate_is_wired(self, request: TurnRequest) -> None:
         if self.client.tool_confirm or self.client.show_message_request:
             return
@@ -216,14 +238,16 @@ class AgentService:
         )
         if flag is not None:
             raise InvalidRequest(
-                f"{flag} is on, but this client can answer neither toolConfirm nor "
-                "window/showMessageRequest, so approvals cannot be asked. Advertise "
-                "capabilities.experimental.toolConfirm, or turn off the flag or tools for "
-                "this request.",
+                f"{flag} is on, but this client declared no editor capabilities (neither "
+                "textDocument nor window) and does not answer toolConfirm, so approvals cannot "
+                "be asked. An editor: send its capabilities in initialize (it is then asked with "
+                "window/showMessageRequest, Deny first). A harness: advertise "
+                "capabilities.experimental.toolConfirm and answer toolConfirm. Or turn off the "
+                "flag or tools for this request.",
                 UnwiredGateData(param=flag),
             )
 
-    async def _load(self, model: str | None, stream: TurnStream) -> Any:
+    async def _load(self, model: str | None, stream: CoalescingStream) -> Any:
         """The model, loaded (progress as status events and, where supported, $/progress)."""
         if self.models.current is not None and self.models.is_current(model):
             return await self.models.ensure(model, lambda _text: None)
@@ -241,7 +265,7 @@ class AgentService:
 
     def _session_for(self, params: ChatParams) -> Session:
         if params.session_id is None:
-            return self.sessions.create(self._box_for)
+            return self.new_session()
         session = self.sessions.get(params.session_id)
         if session is None:
             raise unknown_session(params.session_id)
@@ -253,37 +277,50 @@ class AgentService:
             )
         return session
 
-    async def chat(self, params: ChatParams) -> ChatResult:
-        # Every check that can reject the request runs before any model is loaded or run.
+    def check_turn(self, params: ChatParams) -> TurnRequest:
+        """Every check that can reject a request, before any model is loaded or run."""
         request = self._turn_request(params)
         self._check_gate_is_wired(request)
         others = [s for s in self.sessions.all() if s.session_id != params.session_id]
         self.models.check_switch(params.model, any(s.busy for s in others))
-        session = self._session_for(params)
+        return request
 
+    def prompt_settings(self, style: PromptStyle) -> PromptSettings:
+        return PromptSettings(
+            style=style,
+            sandbox=self.sandbox.info,
+            workspace=str(self.workspace),
+            timeout_seconds=self.options.confirm_timeout_seconds,
+        )
+
+    async def run_turn(
+        self,
+        session: Session,
+        request: TurnRequest,
+        model: str | None,
+        make_stream: Callable[[str], CoalescingStream],
+        make_approver: Callable[[str, CoalescingStream], Approver],
+    ) -> tuple[str, TurnResult]:
+        """Run one checked turn of ``session`` on the engine's loop, whatever the transport:
+        ``make_stream(turn_id)`` carries its events, ``make_approver(turn_id, stream)`` asks
+        for its gated calls. Returns the turn id and the result (``cancelled`` after a cancel
+        through the session's control)."""
         turn_id = session.next_turn_id()
         control = TurnControl()
         task = asyncio.current_task()
         assert task is not None
         control.bind(task)
         session.active, session.active_turn_id = control, turn_id
-        stream = TurnStream(self.notify, session.session_id, turn_id)
-        prompts = PromptSettings(
-            style="toolConfirm" if self.client.tool_confirm else "showMessageRequest",
-            sandbox=self.sandbox.info,
-            workspace=str(self.workspace),
-            timeout_seconds=self.options.confirm_timeout_seconds,
-        )
+        stream = make_stream(turn_id)
         try:
             request = await self._with_rules(request, stream)
             try:
-                backend = await self._load(params.model, stream)
+                backend = await self._load(model, stream)
             except asyncio.CancelledError:
                 if not control.cancel_requested:
                     raise  # $/cancelRequest for the chat itself: -32800
                 task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
-                result = TurnResult("cancelled", "", [])
-                return self._result(session, turn_id, result)
+                return turn_id, TurnResult("cancelled", "", [])
             if backend.one_at_a_time:  # a local model: one model turn at a time, FIFO
 
                 def tell(ahead: int) -> None:
@@ -296,16 +333,35 @@ class AgentService:
             result = await loop.run(
                 session.conversation,
                 request,
-                self.approvals.for_turn(session.session_id, turn_id, prompts, stream.flush),
+                make_approver(turn_id, stream),
                 stream.emit,
                 control,
             )
         finally:
             stream.flush()
             session.active, session.active_turn_id = None, None
+        return turn_id, result
+
+    async def chat(self, params: ChatParams) -> ChatResult:
+        request = self.check_turn(params)
+        session = self._session_for(params)
+        prompts = self.prompt_settings(
+            "toolConfirm" if self.client.tool_confirm else "showMessageRequest"
+        )
+
+        def approver(turn_id: str, stream: CoalescingStream) -> Approver:
+            return self.approvals.for_turn(session.session_id, turn_id, prompts, stream.flush)
+
+        turn_id, result = await self.run_turn(
+            session,
+            request,
+            params.model,
+            lambda turn_id: TurnStream(self.notify, session.session_id, turn_id),
+            approver,
+        )
         return self._result(session, turn_id, result)
 
-    async def _with_rules(self, request: TurnRequest, stream: TurnStream) -> TurnRequest:
+    async def _with_rules(self, request: TurnRequest, stream: CoalescingStream) -> TurnRequest:
         """The request with the rules in force (read off the event loop); what is wrong in the
         rules files is said once, as a status line."""
         rules, problems = await asyncio.to_thread(self.rules.load)

@@ -1,5 +1,8 @@
 """Turns engine events into ``agent/stream`` notifications, coalescing text deltas.
 
+:class:`CoalescingStream` is the transport-neutral part (the ACP mode uses it too, see
+:mod:`server.acp.updates`); :class:`TurnStream` adds the ``agent/stream`` wire models.
+
 A delta goes out at once when nothing was sent during the last ``window`` seconds (so the first
 delta of a turn, and every token of a model slower than the window, is never delayed); deltas that
 arrive faster are merged until the window has passed, so a fast model does not cost one write per
@@ -110,15 +113,11 @@ def _merge_key(event: AgentEvent) -> tuple[str, str] | None:
     return None
 
 
-class TurnStream:
-    """One turn's notification stream."""
+class CoalescingStream:
+    """One turn's events, deltas coalesced, handed to ``send`` in order (any transport)."""
 
-    def __init__(
-        self, notify: Notify, session_id: str, turn_id: str, *, window: float = 0.01
-    ) -> None:
-        self._notify = notify
-        self._session_id = session_id
-        self._turn_id = turn_id
+    def __init__(self, send: Callable[[AgentEvent], None], *, window: float = 0.01) -> None:
+        self._send_event = send
         self._window = window
         self._pending_key: tuple[str, str] | None = None
         self._pending: _Delta | None = None
@@ -136,7 +135,7 @@ class TurnStream:
         loop = asyncio.get_running_loop()
         quiet_for = loop.time() - self._last_sent
         if key is None or quiet_for >= self._window:
-            self._send(event_to_wire(event, self._session_id, self._turn_id))
+            self._send(event)
             return
         assert isinstance(event, _Delta)
         self._pending_key, self._pending, self._pending_texts = key, event, [event.text]
@@ -149,9 +148,20 @@ class TurnStream:
         if self._pending is not None:
             event, texts = self._pending, self._pending_texts
             self._pending, self._pending_key, self._pending_texts = None, None, []
-            merged = type(event)(**{**vars(event), "text": "".join(texts)})
-            self._send(event_to_wire(merged, self._session_id, self._turn_id))
+            self._send(type(event)(**{**vars(event), "text": "".join(texts)}))
 
-    def _send(self, message: WireModel) -> None:
+    def _send(self, event: AgentEvent) -> None:
         self._last_sent = asyncio.get_running_loop().time()
-        self._notify(message.wire())
+        self._send_event(event)
+
+
+class TurnStream(CoalescingStream):
+    """One turn's ``agent/stream`` notifications."""
+
+    def __init__(
+        self, notify: Notify, session_id: str, turn_id: str, *, window: float = 0.01
+    ) -> None:
+        def send(event: AgentEvent) -> None:
+            notify(event_to_wire(event, session_id, turn_id).wire())
+
+        super().__init__(send, window=window)

@@ -104,9 +104,11 @@ AGENT_RULES_ADD = "agent/rules/add"
 AGENT_RULES_REMOVE = "agent/rules/remove"
 TOOL_CONFIRM = "toolConfirm"
 
-Client = Literal["vscode", "chat"]
+Client = Literal["vscode", "chat", "neovim", "emacs"]
 """The clients this repository ships: ``vscode`` (vscode-client/src), ``chat`` (harness/, the
-``gatehouse chat`` terminal client)."""
+``gatehouse chat`` terminal client), ``neovim`` (editors/neovim, the plug-in), ``emacs``
+(editors/emacs, the eglot recipe). The ACP mode (``gatehouse acp``) is another protocol: see
+docs/acp.md."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         ChatParams,
         ChatResult,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim", "emacs"),
         "Run one turn: the model answers, gated tool calls are asked about and run.",
     ),
     Method(
@@ -141,7 +143,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         CancelParams,
         CancelResult,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim", "emacs"),
         "Stop a session's running turn; its agent/chat returns stopReason cancelled.",
     ),
     Method(
@@ -150,7 +152,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         StatusParams,
         StatusResult,
-        ("vscode",),
+        ("vscode", "neovim"),
         "The server's backend, model, workspace, isolation and sessions.",
     ),
     Method(
@@ -205,7 +207,7 @@ METHODS: tuple[Method, ...] = (
         "server->client",
         StreamEvent,
         None,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim", "emacs"),
         "Everything a running turn does, in order: text deltas, tool calls, output, status.",
     ),
     Method(
@@ -214,7 +216,7 @@ METHODS: tuple[Method, ...] = (
         "server->client",
         ToolConfirmParams,
         ToolConfirmResult,
-        ("vscode", "chat"),
+        ("vscode", "chat", "neovim"),
         "May this tool call run? Nothing runs until the answer allows it; the choices say what "
         "each answer records.",
     ),

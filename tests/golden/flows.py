@@ -32,6 +32,8 @@ from tests.golden.transcript import (
 
 TOOL_CONFIRM = {"experimental": {"toolConfirm": True}}
 SHOW_MESSAGE = {"window": {"showMessage": {}}}
+EGLOT = {"textDocument": {"synchronization": {"didSave": True}}, "workspace": {}}
+"""What eglot 1.9 declares (in part): editor capabilities, but no ``window`` and no clientInfo."""
 SLOW = {"text": "Thinking about it", "chunkDelayMs": 5000}
 """A turn whose first word streams at once and whose next comes 5 s later: room to act between."""
 
@@ -217,6 +219,38 @@ FLOWS: list[Flow] = [
         ],
         {"id": 1},
         capabilities=dict(SHOW_MESSAGE),
+    ),
+    Flow(
+        "editor_without_window_capability",
+        "An editor that declares textDocument but not window (eglot 1.9) gets the "
+        "window/showMessageRequest fallback; Enter on its pre-filled first action denies.",
+        [call("terminal", command="echo eglot"), "Understood."],
+        [
+            Send(chat(1)),
+            Send(
+                reply(APPROVAL, {"title": "Deny"}),
+                after={"method": "window/showMessageRequest"},
+            ),
+        ],
+        {"id": 1},
+        capabilities=dict(EGLOT),
+    ),
+    Flow(
+        "settings_reread",
+        "workspace/didChangeConfiguration is honoured: the next request uses the new settings "
+        "(here a 0.5 s approval timeout).",
+        [call("terminal", command="echo never"), "No answer came."],
+        [
+            Send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "workspace/didChangeConfiguration",
+                    "params": {"settings": {"gatehouse": {"confirmTimeoutSeconds": 0.5}}},
+                }
+            ),
+            Send(chat(1)),
+        ],
+        {"id": 1},
     ),
     Flow(
         "upfront_rejection",

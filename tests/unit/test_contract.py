@@ -40,6 +40,10 @@ def test_the_schema_describes_every_method_with_its_models() -> None:
 def _sources(client: str) -> str:
     if client == "vscode":
         return "\n".join(p.read_text() for p in VSCODE_SRC.glob("*.ts") if p.name != "protocol.ts")
+    if client == "neovim":
+        return "\n".join(p.read_text() for p in (ROOT / "editors" / "neovim").rglob("*.lua"))
+    if client == "emacs":
+        return "\n".join(p.read_text() for p in (ROOT / "editors" / "emacs").glob("*.el"))
     return "\n".join(p.read_text() for p in (ROOT / "harness").glob("*.py"))
 
 
@@ -59,7 +63,7 @@ def _python_constant(method: str) -> str:
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: m.name)
-@pytest.mark.parametrize("client", ["vscode", "chat"])
+@pytest.mark.parametrize("client", ["vscode", "chat", "neovim", "emacs"])
 def test_the_method_table_names_exactly_the_clients_that_use_each_method(
     method: Any, client: str
 ) -> None:
@@ -67,6 +71,10 @@ def test_the_method_table_names_exactly_the_clients_that_use_each_method(
     if client == "vscode":
         key = _vscode_key(method.name)
         used = key is not None and f"Methods.{key}" in source
+    elif client == "neovim":  # a Lua string: "agent/chat"
+        used = f'"{method.name}"' in source
+    elif client == "emacs":  # a keyword (:agent/chat) or a symbol ((eql agent/stream))
+        used = re.search(rf"[:(\s]{re.escape(method.name)}[)\s]", source) is not None
     else:
         used = re.search(rf"\b{_python_constant(method.name)}\b", source) is not None
     assert used == (client in method.clients), (

@@ -76,7 +76,11 @@ def test_bad_value_does_not_disturb_the_valid_options_next_to_it() -> None:
     assert "toolTimeoutSeconds" in problems[0]
 
 
-@pytest.mark.parametrize("raw", [[], ["confirmToolCalls"], "bypassPermissions", 3, True])
+def test_an_empty_list_is_no_options_as_neovim_sends_an_empty_lua_table() -> None:
+    assert parse_options([]) == (ServerOptions(), [])
+
+
+@pytest.mark.parametrize("raw", [["confirmToolCalls"], "bypassPermissions", 3, True])
 def test_options_that_are_not_an_object_give_the_defaults_and_a_report(raw: Any) -> None:
     options, problems = parse_options(raw)
     assert options == ServerOptions()

