@@ -2,7 +2,9 @@
  * Answers `toolConfirm` (docs/protocol.md, "Approvals") through a small UI interface, so the
  * policy is unit-tested without VS Code:
  * - the approval card is always shown in the chat view; when the view is not visible (or becomes
- *   hidden while the card waits), a modal dialog asks too, so a prompt never sits unseen;
+ *   hidden while the card waits), the UI's `whenHidden()` says how the person is told: 'modal'
+ *   (a modal dialog asks too) or 'notify' (the UI raises its own notice — a notification and a
+ *   badge whose button opens the card — and the card stays the only place to answer);
  *   the first answer wins;
  * - when the server withdraws the request (`$/cancelRequest` fires the token) the card closes at
  *   once and there is no decision (`undefined`); a modal cannot be closed by an extension, so its
@@ -58,6 +60,8 @@ export interface ApprovalUi {
   closeCard(approvalId: string, outcome: ApprovalOutcome): void;
   /** A modal dialog; resolves with the decision, or undefined when it was dismissed. */
   showModal(view: ApprovalView): Promise<Decision | undefined>;
+  /** How a card the person cannot see is brought to them (absent: 'modal'). */
+  whenHidden?(): 'modal' | 'notify';
 }
 
 const DECISIONS: readonly Decision[] = ['allow', 'allow_session', 'deny'];
@@ -160,6 +164,7 @@ export function askApproval(
     };
     const askModal = (): void => {
       if (modalShown || done) return;
+      if ((ui.whenHidden?.() ?? 'modal') !== 'modal') return; // the UI's own notice points to the card
       modalShown = true;
       try {
         ui.showModal(view).then((decision) => finish(toResult({ decision: decision ?? 'deny' })), failClosed);

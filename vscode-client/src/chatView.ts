@@ -1,7 +1,10 @@
 /**
  * The chat view: a WebviewView in Gatehouse's own side-bar container. Implements `ChatUi` and
- * `ApprovalUi` by posting messages to media/chat.js. The host keeps the transcript's messages,
- * so a view that is closed and opened again (or opened after a prompt arrived) shows everything.
+ * `ApprovalUi` by posting messages to the webview (webview/main.ts, bundled to dist/webview.js).
+ * The host keeps the transcript (src/transcript.ts: every turn's items in arrival order), so a
+ * view that is reloaded, or opened after a prompt arrived, gets it whole as a snapshot.
+ * Links, Copy and Insert at cursor come back as messages: links open only through
+ * `vscode.env.openExternal` (VS Code's own confirmation), only http(s) and mailto.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
@@ -9,26 +12,9 @@ import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposa
 import { modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
 import type { Decision } from './protocol';
+import { Transcript, type ToView, type TranscriptState } from './transcript';
 
 export const VIEW_ID = 'gatehouse.chat';
-
-/** Host -> webview. */
-type ToView =
-  | { type: 'setRunning'; running: boolean }
-  | { type: 'user'; text: string }
-  | { type: 'beginTurn' }
-  | { type: 'content'; text: string }
-  | { type: 'reasoning'; text: string }
-  | { type: 'toolArgs'; index: number; text: string }
-  | { type: 'toolStart'; tool: ToolStartView }
-  | { type: 'toolOutput'; id: string; text: string }
-  | { type: 'toolEnd'; end: ToolEndView }
-  | { type: 'status'; text: string }
-  | { type: 'error'; text: string }
-  | { type: 'endTurn'; note: string }
-  | { type: 'approval'; view: ApprovalView }
-  | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome }
-  | { type: 'clear' };
 
 /** Webview -> host. */
 type FromView =
@@ -36,12 +22,27 @@ type FromView =
   | { type: 'send'; prompt: string }
   | { type: 'stop' }
   | { type: 'newSession' }
-  | { type: 'approve'; approvalId: string; decision: Decision; message?: string };
+  | { type: 'approve'; approvalId: string; decision: Decision; message?: string }
+  | { type: 'openLink'; href: string }
+  | { type: 'copy'; text: string }
+  | { type: 'insert'; text: string };
 
 export interface ChatActions {
   send(prompt: string): void;
   stop(): void;
   newSession(): void;
+}
+
+/** Told when a card is shown or closed, and when the view is shown or hidden (the waiting notice). */
+export interface CardListener {
+  cardShown(view: ApprovalView): void;
+  cardClosed(approvalId: string): void;
+}
+
+/** The schemes a link in an answer may open (after VS Code's own confirmation). */
+export function openableLink(href: unknown): string | undefined {
+  if (typeof href !== 'string' || href.length > 8192) return undefined;
+  return /^(https?:\/\/|mailto:)/i.test(href.trim()) ? href.trim() : undefined;
 }
 
 const DECISIONS: readonly string[] = ['allow', 'allow_session', 'deny'];
@@ -55,24 +56,60 @@ const MODAL_BUTTONS: ReadonlyArray<[string, Decision]> = [
 export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
-  /** Every message since the last `clear`, replayed into a new webview. */
-  private history: ToView[] = [];
+  /** The conversation since the last `clear`, sent whole to a webview that (re)loads. */
+  private readonly transcript = new Transcript();
   private readonly pending = new Map<string, (answer: ApprovalAnswer) => void>();
   private readonly visibility = new vscode.EventEmitter<boolean>();
   private actions: ChatActions | undefined;
+  private cards: CardListener | undefined;
+  /** Where a view with nothing to show gets its transcript from (issue 11: the server's history). */
+  private restorer: (() => Promise<TranscriptState | undefined>) | undefined;
 
-  constructor(private readonly extensionUri: vscode.Uri) {}
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly whenHiddenSetting: () => 'modal' | 'notify' = () => 'notify',
+  ) {}
 
   setActions(actions: ChatActions): void {
     this.actions = actions;
+  }
+
+  setCardListener(listener: CardListener): void {
+    this.cards = listener;
+  }
+
+  /**
+   * The seam for a persisted history: called when a webview loads and the host has no
+   * transcript (e.g. after a window reload); what it returns is shown, in order.
+   */
+  setRestorer(restorer: () => Promise<TranscriptState | undefined>): void {
+    this.restorer = restorer;
+  }
+
+  /** The transcript as the view shows it (a copy). */
+  state(): TranscriptState {
+    return this.transcript.snapshot();
+  }
+
+  /** Badge on the view (e.g. approvals waiting); 0 removes it. */
+  setBadge(count: number, tooltip: string): void {
+    if (this.view !== undefined) this.view.badge = count > 0 ? { value: count, tooltip } : undefined;
+  }
+
+  /** Shows the view and scrolls to the card of `approvalId`. */
+  async revealCard(approvalId: string | undefined): Promise<void> {
+    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+    if (approvalId !== undefined) this.send({ type: 'reveal', approvalId });
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     this.ready = false;
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
-    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
-    view.webview.html = this.html(view.webview, media);
+    const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
+    view.webview.html = this.html(view.webview, media, dist);
+    if (this.pending.size > 0) view.badge = { value: this.pending.size, tooltip: 'Gatehouse is waiting for your approval' };
     view.webview.onDidReceiveMessage((message: FromView) => this.receive(message));
     view.onDidChangeVisibility(() => this.visibility.fire(view.visible));
     view.onDidDispose(() => {
@@ -98,12 +135,18 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     return new Promise((resolve) => {
       this.pending.set(view.approvalId, resolve);
       this.post({ type: 'approval', view });
+      this.cards?.cardShown(view);
     });
   }
 
   closeCard(approvalId: string, outcome: ApprovalOutcome): void {
     this.pending.delete(approvalId);
     this.post({ type: 'closeApproval', approvalId, outcome });
+    this.cards?.cardClosed(approvalId);
+  }
+
+  whenHidden(): 'modal' | 'notify' {
+    return this.whenHiddenSetting();
   }
 
   async showModal(view: ApprovalView): Promise<Decision | undefined> {
@@ -153,9 +196,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   }
   clear(): void {
     // Cards of the old session stay answerable until the server withdraws them.
-    this.history = this.history.filter((m) => m.type === 'approval' && this.pending.has(m.view.approvalId));
-    this.history.unshift({ type: 'clear' });
-    if (this.ready) void this.view?.webview.postMessage({ type: 'clear' });
+    this.transcript.clear((id) => this.pending.has(id));
+    this.send({ type: 'snapshot', state: this.transcript.snapshot() });
   }
 
   dispose(): void {
@@ -165,29 +207,26 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
 
   // --- plumbing -----------------------------------------------------------------------------------
 
+  /** A step of the transcript: kept, and shown if the webview is up. */
   private post(message: ToView): void {
-    this.remember(message);
+    this.transcript.apply(message);
+    this.send(message);
+  }
+
+  private send(message: ToView): void {
     if (this.ready) void this.view?.webview.postMessage(message);
   }
 
-  /** Appends to the history, merging consecutive text deltas so replay stays cheap. */
-  private remember(message: ToView): void {
-    const last = this.history[this.history.length - 1];
-    if (last !== undefined && last.type === message.type) {
-      if ((last.type === 'content' || last.type === 'reasoning') && 'text' in message) {
-        last.text += message.text;
-        return;
-      }
-      if (last.type === 'toolOutput' && message.type === 'toolOutput' && last.id === message.id) {
-        last.text += message.text;
-        return;
-      }
-      if (last.type === 'status' || last.type === 'error' || last.type === 'setRunning') {
-        this.history[this.history.length - 1] = message;
-        return;
+  private async restore(): Promise<void> {
+    if (this.transcript.state.entries.length === 0 && this.restorer !== undefined) {
+      try {
+        const restored = await this.restorer();
+        if (restored !== undefined && this.transcript.state.entries.length === 0) this.transcript.apply({ type: 'snapshot', state: restored });
+      } catch {
+        // Nothing to restore: the view starts empty.
       }
     }
-    this.history.push({ ...message });
+    this.send({ type: 'snapshot', state: this.transcript.snapshot() });
   }
 
   private receive(message: FromView): void {
@@ -195,7 +234,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     switch (message.type) {
       case 'ready':
         this.ready = true;
-        for (const m of this.history) void this.view?.webview.postMessage(m);
+        void this.restore();
+        break;
+      case 'openLink': {
+        const href = openableLink(message.href);
+        // openExternal goes through VS Code's opener, which asks before opening an untrusted site.
+        if (href !== undefined) void vscode.env.openExternal(vscode.Uri.parse(href, true));
+        break;
+      }
+      case 'copy':
+        if (typeof message.text === 'string') void vscode.env.clipboard.writeText(message.text);
+        break;
+      case 'insert':
+        if (typeof message.text === 'string') void insertAtCursor(message.text);
         break;
       case 'send':
         if (typeof message.prompt === 'string') this.actions?.send(message.prompt);
@@ -218,9 +269,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     }
   }
 
-  private html(webview: vscode.Webview, media: vscode.Uri): string {
+  private html(webview: vscode.Webview, media: vscode.Uri, dist: vscode.Uri): string {
     const nonce = randomBytes(16).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.js'));
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js'));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.css'));
     const csp = [
       "default-src 'none'",
@@ -251,4 +302,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
 </body>
 </html>`;
   }
+}
+
+/** "Insert at cursor": replaces the selection of the editor the person last used. */
+async function insertAtCursor(text: string): Promise<void> {
+  const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+  if (editor === undefined) {
+    void vscode.window.showInformationMessage('Gatehouse: open an editor first, then use Insert at cursor.');
+    return;
+  }
+  await editor.edit((edit) => {
+    for (const selection of editor.selections) edit.replace(selection, text);
+  });
 }

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ApprovalView } from '../../src/approvals';
+import { Transcript, type ToView } from '../../src/transcript';
+import { Markdown } from '../../webview/markdown';
+import { StreamingMarkdown } from '../../webview/streaming';
+import { chatView, domWindow } from './dom';
+
+const approval: ApprovalView = {
+  approvalId: 'A1', toolCallId: 'c1', sessionId: 's', tool: 'terminal', codeLabel: 'Command', code: 'touch allowed.txt',
+  folder: '/ws', reason: 'It runs code', isolation: 'strong · network off', weakIsolation: false,
+};
+const TURN: ToView[] = [
+  { type: 'user', text: 'Create allowed.txt' },
+  { type: 'beginTurn' },
+  { type: 'content', text: 'I will **create** ' },
+  { type: 'content', text: 'the file.' },
+  { type: 'toolStart', tool: { id: 'c1', name: 'terminal', args: 'touch allowed.txt', awaitingConfirmation: true } },
+  { type: 'approval', view: approval },
+];
+const AFTER: ToView[] = [
+  { type: 'closeApproval', approvalId: 'A1', outcome: 'allow' },
+  { type: 'toolEnd', end: { id: 'c1', status: 'completed', exitCode: 0, result: '' } },
+  { type: 'content', text: 'Done: `allowed.txt` ' },
+  { type: 'content', text: 'was created.' },
+  { type: 'endTurn', note: '' },
+];
+
+/** The assistant message's children as short strings, in DOM order. */
+function order(transcript: HTMLElement): string[] {
+  const message = transcript.querySelector('.message.assistant');
+  return Array.from(message?.children ?? []).map((node) =>
+    node.classList.contains('content') ? `text:${node.textContent?.trim()}` : node.classList.contains('tool-card') ? `tool:${node.querySelector('.tool-status')?.textContent}` : node.className);
+}
+
+test('the chat view shows text, the tool card, then the text written after it, as markdown', () => {
+  const { view, transcript, posted } = chatView();
+  for (const m of TURN) view.handle(m);
+  view.flush();
+  assert.deepEqual(order(transcript), ['text:I will create the file.', 'tool:awaiting approval']);
+  assert.equal(transcript.querySelector('.content strong')?.textContent, 'create');
+  const card = transcript.querySelector('.tool-card .approval-card');
+  assert.ok(card, 'the approval card sits in its tool card');
+  (card.querySelector('textarea.approval-message') as HTMLTextAreaElement).value = 'typed';
+  (card.querySelector('button.approve-once') as HTMLButtonElement).click();
+  assert.deepEqual(posted.at(-1), { type: 'approve', approvalId: 'A1', decision: 'allow', message: 'typed' });
+  for (const m of AFTER) view.handle(m);
+  view.flush();
+  assert.deepEqual(order(transcript), ['text:I will create the file.', 'tool:completed', 'text:Done: allowed.txt was created.']);
+  assert.equal(transcript.querySelector('.tool-card .approval-note')?.textContent, 'Allowed');
+  assert.equal(transcript.querySelectorAll('.content')[1]?.querySelector('code')?.textContent, 'allowed.txt');
+});
+
+test('a reloaded view (a snapshot from the host) shows the same turn in the same order', () => {
+  const host = new Transcript();
+  host.replay([...TURN, ...AFTER]);
+  const { view, transcript } = chatView();
+  view.handle({ type: 'snapshot', state: host.snapshot() });
+  assert.deepEqual(order(transcript), ['text:I will create the file.', 'tool:completed', 'text:Done: allowed.txt was created.']);
+  assert.equal(transcript.querySelector('.message.user')?.textContent, 'Create allowed.txt');
+  assert.equal(transcript.querySelector('.approval-note')?.textContent, 'Allowed');
+});
+
+test('a half-typed message on a waiting card survives the tool\'s output streaming in', () => {
+  const { view, transcript } = chatView();
+  for (const m of TURN) view.handle(m);
+  const box = transcript.querySelector('textarea.approval-message') as HTMLTextAreaElement;
+  box.value = 'half';
+  view.handle({ type: 'toolOutput', id: 'c1', text: 'out' });
+  assert.equal((transcript.querySelector('textarea.approval-message') as HTMLTextAreaElement).value, 'half');
+});
+
+test('links never navigate the view: a click asks the host, which opens it through VS Code', () => {
+  const { win, view, transcript, posted } = chatView();
+  view.handle({ type: 'beginTurn' });
+  view.handle({ type: 'content', text: 'See [the docs](https://example.com/docs).' });
+  view.handle({ type: 'endTurn', note: '' });
+  const link = transcript.querySelector('a') as HTMLAnchorElement;
+  const click = new win.MouseEvent('click', { bubbles: true, cancelable: true });
+  link.dispatchEvent(click);
+  assert.equal(click.defaultPrevented, true);
+  assert.deepEqual(posted, [{ type: 'openLink', href: 'https://example.com/docs' }]);
+});
+
+test('streamed markdown, re-rendered block by block, ends exactly as a whole render', () => {
+  const win = domWindow();
+  const md = new Markdown(win);
+  const answer = [
+    'Intro with a [ref link][r] and *emphasis*.', '', '- item one', '- item two', '', '```python', 'def f(x):', '', '    return x', '```',
+    '', '| a | b |', '|---|---|', '| 1 | 2 |', '', 'Setext', '===', '', '[r]: https://example.com/r', '', 'The end.',
+  ].join('\n');
+  const streamed = win.document.createElement('div');
+  const text = new StreamingMarkdown(streamed, md);
+  let keptWhileStreaming = 0;
+  for (let i = 0; i < answer.length; i += 3) {
+    text.append(answer.slice(i, i + 3));
+    text.update();
+    keptWhileStreaming = Math.max(keptWhileStreaming, streamed.querySelector('.md-stable')?.children.length ?? 0);
+  }
+  const whole = win.document.createElement('div');
+  whole.append(md.render(answer));
+  // While streaming, the text shown only grows (no block is lost or re-ordered).
+  assert.ok(streamed.querySelector('.code-block pre code'), 'the code block streamed as a code block');
+  text.finish();
+  assert.equal(streamed.querySelector('.md-stable')?.innerHTML, whole.innerHTML);
+  assert.equal(streamed.querySelector('a')?.getAttribute('href'), 'https://example.com/r');
+  // Finished blocks were kept while the rest streamed: only the last block was re-rendered.
+  assert.ok(keptWhileStreaming >= 4, `blocks kept while streaming: ${keptWhileStreaming}`);
+  assert.equal(streamed.querySelector('.md-live')?.children.length, 0);
+});
