@@ -1,4 +1,8 @@
-/** Gatehouse for VS Code: wires the server, the chat session, the chat view and the status bar. */
+/**
+ * Gatehouse for VS Code: wires the server, the two front ends (the Gatehouse chat view, the
+ * default; `@gatehouse` in VS Code's own Chat view), the approvals, the waiting notice and the
+ * status bar.
+ */
 import * as vscode from 'vscode';
 import { askApproval } from './approvals';
 import { ChatSession } from './chatSession';
@@ -7,28 +11,72 @@ import { ServerManager } from './client';
 import { modelSetting, watchSettings } from './config';
 import { selectModel } from './modelPicker';
 import { quickPickUi } from './modelPickerUi';
+import { NativeChat, NativeTurn } from './nativeChat';
+import { ANSWER_COMMAND } from './nativeChatUi';
+import type { ToolConfirmResult } from './protocol';
+import { SessionRouter, type Owner } from './sessionRouter';
+import { SECTION } from './settings';
 import { StatusBar } from './statusBar';
+import { WaitingNotice, type Waiting } from './waitingNotice';
 
 let server: ServerManager | undefined;
 
+function setting<T>(key: string, fallback: T): T {
+  return vscode.workspace.getConfiguration(SECTION).get<T>(key, fallback);
+}
+
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Gatehouse', { log: true });
-  const view = new ChatViewProvider(context.extensionUri);
+  const whenHidden = (): 'modal' | 'notify' => (setting<string>('approvals.whenHidden', 'notify') === 'modal' ? 'modal' : 'notify');
+  const view = new ChatViewProvider(context.extensionUri, whenHidden);
   const statusBar = new StatusBar();
+  const router = new SessionRouter();
+  const viewOwner: Owner = { frontEnd: 'view' };
   let workspace: string | undefined;
   const folder = (): string => workspace ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '(the server\'s current folder)';
 
-  const manager = new ServerManager(context, log, {
-    onStream: (event) => chat.handleEvent(event),
-    onToolConfirm: (params, token) => askApproval(params, token, view, folder(), (m) => log.warn(m)),
+  const notice = new WaitingNotice({
+    isSeen: (w) => vscode.window.state.focused && (w.frontEnd !== 'view' || view.isVisible()),
+    notify: async (message, button) => (await vscode.window.showInformationMessage(message, button)) === button,
+    setCount: (count) => {
+      view.setBadge(count, count === 1 ? 'Gatehouse is waiting for your approval' : `${count} approvals waiting`);
+      statusBar.setWaiting(count);
+    },
+    open: (w) => void openApproval(w),
+  });
+  view.setCardListener({
+    cardShown: (card) => notice.add({ approvalId: card.approvalId, tool: card.tool, frontEnd: 'view' }),
+    cardClosed: (approvalId) => notice.remove(approvalId),
+  });
+
+  const manager: ServerManager = new ServerManager(context, log, {
+    onStream: (event) => {
+      const owner = router.ownerOf(event.sessionId);
+      if (owner instanceof NativeTurn) owner.session?.handleEvent(event);
+      else chat.handleEvent(event);
+    },
+    onToolConfirm: (params, token): Promise<ToolConfirmResult | undefined> => {
+      const owner = router.ownerOf(params.sessionId);
+      if (owner instanceof NativeTurn) return native.ask(params, token, owner);
+      return askApproval(params, token, view, folder(), (m) => log.warn(m));
+    },
     onStateChange: (state, detail) => statusBar.show({ state, detail, bypass: false }),
     onReady: () => {
+      router.reset();
       chat.serverRestarted();
       void refreshStatus();
     },
   });
   server = manager;
-  const chat = new ChatSession(manager, view, { onTurnEnd: () => void refreshStatus() });
+  const chat = new ChatSession(router.transport(viewOwner, manager), view, { onTurnEnd: () => void refreshStatus() });
+  const native: NativeChat = new NativeChat(context, {
+    transport: manager,
+    router,
+    notice,
+    folder,
+    log: (m) => log.info(m),
+    onTurnEnd: () => void refreshStatus(),
+  });
   const refreshStatus = async (): Promise<void> => {
     try {
       const status = await manager.status();
@@ -38,18 +86,38 @@ export function activate(context: vscode.ExtensionContext): void {
       log.warn(`agent/status failed: ${String(error)}`);
     }
   };
+  const openApproval = async (w: Waiting | undefined): Promise<void> => {
+    if (w?.frontEnd === 'native') await native.open();
+    else await view.revealCard(w?.approvalId);
+  };
   view.setActions({ send: (prompt) => void chat.send(prompt), stop: () => void chat.stop(), newSession: () => chat.newSession() });
+  if (setting('nativeChat.enabled', true)) native.register();
 
-  const command = (id: string, run: () => unknown): vscode.Disposable => vscode.commands.registerCommand(id, run);
+  const command = (id: string, run: (...args: unknown[]) => unknown): vscode.Disposable => vscode.commands.registerCommand(id, run);
   context.subscriptions.push(
     log,
     view,
     statusBar,
+    native,
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
+    view.onDidChangeVisibility(() => notice.check()),
+    vscode.window.onDidChangeWindowState(() => notice.check()),
     watchSettings(() => void manager.restartIfChanged(), log),
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
+    command('gatehouse.openNativeChat', () => native.open()),
     command('gatehouse.newSession', () => chat.newSession()),
-    command('gatehouse.stop', () => chat.stop()),
+    // Stop: the Gatehouse view's turn and every @gatehouse turn; with a session id, only that one.
+    command('gatehouse.stop', (sessionId?: unknown) => {
+      if (typeof sessionId === 'string') {
+        if (chat.currentSessionId === sessionId) void chat.stop();
+        native.stop(sessionId);
+        return;
+      }
+      void chat.stop();
+      native.stop();
+    }),
+    command('gatehouse.showApproval', () => openApproval(notice.first())),
+    command(ANSWER_COMMAND, (approvalId?: unknown, decision?: unknown) => native.answer(approvalId, decision)),
     command('gatehouse.restartServer', () => manager.restart()),
     command('gatehouse.showLogs', () => log.show()),
     command('gatehouse.selectModel', () => selectModel(manager, modelSetting(), quickPickUi())),

@@ -1,0 +1,261 @@
+/**
+ * Gatehouse in VS Code's own Chat view (`@gatehouse`), the pure part: a `ChatUi` that writes a
+ * turn into a chat response stream (model text as markdown, tool calls as progress and then
+ * their output), and the approvals asked there. Approvals stay Gatehouse's: the card is written
+ * into the response with buttons that run `gatehouse.answerApproval` with the approval id —
+ * never VS Code's tool-confirmation card, which "Allow all" or a workspace setting can skip
+ * without telling the extension. Deny is the first button; every doubt is a denial.
+ * Unit-tested without VS Code (src/nativeChat.ts is the VS Code side).
+ */
+import type { ApprovalOutcome, ApprovalView, CancellationLike } from './approvals';
+import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
+import type { Decision, ToolConfirmResult } from './protocol';
+import { OUTCOME_NOTES } from './transcript';
+
+export const ANSWER_COMMAND = 'gatehouse.answerApproval';
+export const STOP_COMMAND = 'gatehouse.stop';
+/** Tool output longer than this is cut in the Chat view (the Gatehouse view shows all of it). */
+export const OUTPUT_LIMIT = 20_000;
+
+/** What a chat response can show: a subset of vscode.ChatResponseStream. */
+export interface NativeStream {
+  /** Untrusted markdown: no HTML, no command links. */
+  markdown(text: string): void;
+  progress(text: string): void;
+  button(title: string, command: string, args: unknown[]): void;
+}
+
+/** Backslash-escapes markdown syntax in text we did not write (names, paths, reasons). */
+export function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>~&:]/g, '\\$&');
+}
+
+/** `text` in a fenced block no line of it can close (the fence is longer than any run of backticks). */
+export function fenced(text: string, language = ''): string {
+  const longest = Math.max(2, ...Array.from(text.matchAll(/`+/g), (m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence}${language}\n${text}${text.endsWith('\n') ? '' : '\n'}${fence}\n`;
+}
+
+/** The fence that closes a code block `markdown` leaves open, else ''. */
+export function openFence(markdown: string): string {
+  let open: string | undefined;
+  for (const line of markdown.split('\n')) {
+    const match = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (match === null) continue;
+    const marker = match[1] as string;
+    if (open === undefined) open = marker;
+    else if (marker[0] === open[0] && marker.length >= open.length && (match[2] ?? '').trim() === '') open = undefined;
+  }
+  return open ?? '';
+}
+
+/** The approval as the Chat view shows it: everything the webview card shows. */
+export function approvalMarkdown(view: ApprovalView): string {
+  const lines = view.code.split('\n').length;
+  const parts = [
+    `**Gatehouse: allow \`${view.tool.replace(/`/g, "'")}\` to run?**`,
+    '',
+    ...(view.hiddenWarning === undefined ? [] : [`> **${escapeMarkdown(view.hiddenWarning)}**`, '']),
+    `${escapeMarkdown(view.codeLabel)} (${lines}${lines === 1 ? ' line' : ' lines'}, shown in full):`,
+    '',
+    fenced(view.code, view.codeLabel === 'Python code' ? 'python' : view.codeLabel === 'Command' ? 'sh' : 'json'),
+    `- **Working folder:** ${escapeMarkdown(view.folder)}`,
+    `- **Why you are asked:** ${escapeMarkdown(view.reason)}`,
+    `- **Isolation:** ${escapeMarkdown(view.isolation)}${view.weakIsolation ? ' — **below strong isolation or with the network on**' : ''}`,
+    '',
+    'Nothing runs until you answer. **Deny** is the default; Stop ends the turn.',
+    '',
+  ];
+  return parts.join('\n');
+}
+
+/** Deny first: it is the default of every prompt. */
+export const APPROVAL_BUTTONS: ReadonlyArray<[string, Decision | 'deny_with_message']> = [
+  ['Deny', 'deny'],
+  ['Deny with a message…', 'deny_with_message'],
+  ['Allow once', 'allow'],
+  ['Allow for this session', 'allow_session'],
+];
+
+export class NativeChatUi implements ChatUi {
+  private running = false;
+  private thinking = false;
+  /** Model text since our own last block: to close a code fence it left open. */
+  private modelText = '';
+  /** A trailing "!" held back, so "![" split across deltas is still caught. */
+  private held = '';
+  private readonly tools = new Map<string, { start: ToolStartView; output: string }>();
+
+  constructor(private readonly stream: NativeStream) {}
+
+  setRunning(running: boolean): void {
+    this.running = running;
+  }
+  addUserMessage(): void {
+    // VS Code shows the prompt itself.
+  }
+  beginTurn(): void {
+    this.modelText = '';
+  }
+  appendContent(text: string): void {
+    // Images are never loaded (a model could leak data in an image URL): "![" is shown as text.
+    let chunk = this.held + text;
+    this.held = '';
+    if (chunk.endsWith('!')) {
+      this.held = '!';
+      chunk = chunk.slice(0, -1);
+    }
+    if (chunk === '') return;
+    const safe = chunk.replace(/!\[/g, '!\\[');
+    this.modelText += safe;
+    this.stream.markdown(safe);
+  }
+  appendReasoning(): void {
+    if (!this.thinking) this.stream.progress('Reasoning…');
+    this.thinking = true;
+  }
+  previewToolArgs(): void {
+    // The call shows when it starts.
+  }
+  startTool(tool: ToolStartView): void {
+    this.tools.set(tool.id, { start: tool, output: '' });
+    this.own('');
+    this.stream.progress(tool.awaitingConfirmation ? `${tool.name}: waiting for your approval` : `Running ${tool.name}…`);
+  }
+  appendToolOutput(id: string, text: string): void {
+    const tool = this.tools.get(id);
+    if (tool !== undefined) tool.output += text;
+  }
+  endTool(end: ToolEndView): void {
+    const tool = this.tools.get(end.id);
+    const name = tool?.start.name ?? 'tool';
+    let output = tool !== undefined && tool.output !== '' ? tool.output : end.result;
+    let cut = '';
+    if (output.length > OUTPUT_LIMIT) {
+      cut = `\n_${output.length - OUTPUT_LIMIT} more characters are not shown here; the Gatehouse view has all of it._\n`;
+      output = output.slice(0, OUTPUT_LIMIT);
+    }
+    const facts = [end.status.replace(/_/g, ' ')];
+    if (end.exitCode !== null) facts.push(`exit code ${end.exitCode}`);
+    if (end.isolation !== undefined) facts.push(`ran under ${end.isolation}`);
+    let text = `\n**${escapeMarkdown(name)}** · ${escapeMarkdown(facts.join(' · '))}\n\n`;
+    if (tool !== undefined) text += fenced(tool.start.args);
+    if (output !== '') text += `\nOutput:\n\n${fenced(output)}${cut}`;
+    for (const line of end.protected ?? []) text += `\n- Protected path: ${escapeMarkdown(line)}`;
+    this.own(`${text}\n`);
+  }
+  setStatus(text: string): void {
+    if (this.running && text !== '') this.stream.progress(text);
+  }
+  showError(text: string): void {
+    if (text !== '') this.own(`\n**Error:** ${escapeMarkdown(text)}\n`);
+  }
+  endTurn(note: string): void {
+    this.flushHeld();
+    if (note !== '') this.own(`\n\n_${escapeMarkdown(note)}_\n`);
+  }
+  clear(): void {
+    // A chat response is never cleared.
+  }
+
+  /** Writes the approval and its buttons into the response. */
+  showApproval(view: ApprovalView, stopArgs: unknown[]): void {
+    this.own(`\n${approvalMarkdown(view)}`);
+    for (const [title, decision] of APPROVAL_BUTTONS) this.stream.button(title, ANSWER_COMMAND, [view.approvalId, decision]);
+    this.stream.button('Stop', STOP_COMMAND, stopArgs);
+  }
+
+  closeApproval(outcome: ApprovalOutcome): void {
+    this.own(`\n_${OUTCOME_NOTES[outcome]}._\n`);
+  }
+
+  private flushHeld(): void {
+    if (this.held === '') return;
+    this.modelText += this.held;
+    this.stream.markdown(this.held);
+    this.held = '';
+  }
+
+  /** Our own markdown, after closing any code block the model left open. */
+  private own(text: string): void {
+    this.flushHeld();
+    const close = openFence(this.modelText);
+    this.modelText = '';
+    if (close !== '') this.stream.markdown(`\n${close}\n`);
+    if (text !== '') this.stream.markdown(text);
+  }
+}
+
+interface Pending {
+  view: ApprovalView;
+  resolve(result: ToolConfirmResult | undefined): void;
+}
+
+/** The approvals waiting in Chat view responses, answered by id (from the buttons). */
+export class NativeApprovals {
+  private readonly pending = new Map<string, Pending>();
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  has(approvalId: string): boolean {
+    return this.pending.has(approvalId);
+  }
+
+  first(): ApprovalView | undefined {
+    return this.pending.values().next().value?.view;
+  }
+
+  /**
+   * Shows the approval in `ui` and waits for an answer; undefined when the server withdrew it.
+   * Any failure to show it is a denial.
+   */
+  ask(view: ApprovalView, ui: NativeChatUi | undefined, token: CancellationLike, stopArgs: unknown[], onClose: (outcome: ApprovalOutcome) => void = () => undefined): Promise<ToolConfirmResult | undefined> {
+    if (ui === undefined) return Promise.resolve({ decision: 'deny' });
+    if (token.isCancellationRequested) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const subscription = token.onCancellationRequested(() => finish(undefined));
+      const finish = (result: ToolConfirmResult | undefined): void => {
+        if (this.pending.get(view.approvalId)?.resolve !== finish) return;
+        this.pending.delete(view.approvalId);
+        subscription.dispose();
+        const outcome: ApprovalOutcome = result === undefined ? 'withdrawn' : result.decision;
+        try {
+          ui.closeApproval(outcome);
+        } catch {
+          // The response is gone; the answer stands.
+        }
+        onClose(outcome);
+        resolve(result);
+      };
+      this.pending.set(view.approvalId, { view, resolve: finish });
+      try {
+        ui.showApproval(view, stopArgs);
+      } catch {
+        finish({ decision: 'deny' });
+      }
+    });
+  }
+
+  /**
+   * A button's answer. False when no such approval waits (answered, withdrawn, or never
+   * asked). Anything but allow / allow_session is a denial.
+   */
+  answer(approvalId: unknown, decision: unknown, message?: string): boolean {
+    const pending = typeof approvalId === 'string' ? this.pending.get(approvalId) : undefined;
+    if (pending === undefined) return false;
+    if (decision === 'allow' || decision === 'allow_session') pending.resolve({ decision });
+    else {
+      const text = typeof message === 'string' ? message.trim() : '';
+      pending.resolve(text === '' ? { decision: 'deny' } : { decision: 'deny', message: text });
+    }
+    return true;
+  }
+
+  /** Denies everything still waiting (the extension is going away). */
+  denyAll(): void {
+    for (const id of [...this.pending.keys()]) this.answer(id, 'deny');
+  }
+}

