@@ -23,5 +23,5 @@ export default tseslint.config(
     files: ['test/unit/**/*.ts', 'test/integration/**/*.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
-  { files: ['*.mjs', 'scripts/*.mjs'], languageOptions: { globals: { ...globals.node } } },
+  { files: ['*.mjs', 'scripts/*.mjs', 'bench/*.mjs'], languageOptions: { globals: { ...globals.node } } },
 );

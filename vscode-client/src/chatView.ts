@@ -64,6 +64,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   private cards: CardListener | undefined;
   /** Where a view with nothing to show gets its transcript from (issue 11: the server's history). */
   private restorer: (() => Promise<TranscriptState | undefined>) | undefined;
+  /** A card to scroll to once the view has loaded. */
+  private revealing: string | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -96,10 +98,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     if (this.view !== undefined) this.view.badge = count > 0 ? { value: count, tooltip } : undefined;
   }
 
-  /** Shows the view and scrolls to the card of `approvalId`. */
+  /** Shows the view and scrolls to the card of `approvalId` (once the view has loaded, if it had not). */
   async revealCard(approvalId: string | undefined): Promise<void> {
+    this.revealing = approvalId;
     await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
-    if (approvalId !== undefined) this.send({ type: 'reveal', approvalId });
+    if (approvalId !== undefined && this.ready) {
+      this.revealing = undefined;
+      this.send({ type: 'reveal', approvalId });
+    }
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -227,6 +233,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
       }
     }
     this.send({ type: 'snapshot', state: this.transcript.snapshot() });
+    if (this.revealing !== undefined) this.send({ type: 'reveal', approvalId: this.revealing });
+    this.revealing = undefined;
   }
 
   private receive(message: FromView): void {

@@ -43,3 +43,6 @@ stop.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
 $('#new-session').addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
 
 vscode.postMessage({ type: 'ready' });
+
+// For the e2e layer's benchmark in the real webview (window.gatehouseWebview).
+export { ChatView } from './view';

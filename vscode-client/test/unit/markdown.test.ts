@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { visible } from '../../src/display';
+import { openableLink } from '../../src/chatView';
 import { Markdown } from '../../webview/markdown';
 import { domWindow } from './dom';
 
@@ -91,4 +92,12 @@ test('an unknown language is shown as plain, escaped text', () => {
   const box = render('```nosuchlang\n<b>x</b>\n```');
   assert.equal(box.querySelector('b'), null);
   assert.equal(box.querySelector('pre code')?.textContent, '<b>x</b>\n');
+});
+
+test('the host opens only http(s) and mailto links from the view, whatever the view sends', () => {
+  assert.equal(openableLink('https://example.com/a'), 'https://example.com/a');
+  assert.equal(openableLink(' mailto:me@example.com'), 'mailto:me@example.com');
+  for (const bad of ['javascript:alert(1)', 'command:workbench.action.terminal.new', 'file:///etc/passwd', 'vscode://x', 'data:text/html,x', 42, null, `https://${'x'.repeat(9000)}`]) {
+    assert.equal(openableLink(bad), undefined, String(bad).slice(0, 40));
+  }
 });
