@@ -304,9 +304,11 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     const editor = page.locator('.editor-instance .monaco-editor .view-lines').first();
     await editor.waitFor({ state: 'visible', timeout: 10000 });
     await (await view()).locator('.code-block button.code-insert').last().click();
-    await waitFor('the code in the editor', async () => (await editor.innerText()).includes('print("copied from Gatehouse")'),
+    // (the editor shows spaces as U+00A0)
+    const editorText = async () => (await editor.innerText()).replace(/\u00a0/g, ' ');
+    await waitFor('the code in the editor', async () => (await editorText()).includes('print("copied from Gatehouse")'),
       { timeout: 10000 });
-    assert.match(await editor.innerText(), /# e2e workspace/, 'inserted at the cursor, the file kept');
+    assert.match(await editorText(), /# e2e workspace/, 'inserted at the cursor, the file kept');
     await screenshot(page, 'e2e-e2-inserted');
     await runCommand(page, 'View: Revert and Close Editor');
   });
