@@ -22,7 +22,7 @@ const PYTHON = process.env.GATEHOUSE_PYTHON || path.join(REPO_DIR, '.venv', 'bin
 const ANSWER = 'Hello from the scripted model. Every word of this answer streams into the chat view piece by piece.';
 const MARKDOWN = 'Here is **the script**:\n\n```python\nprint("copied from Gatehouse")\n```\n\nRun it with `python script.py`.';
 const NATIVE_ANSWER = 'Hello from Gatehouse in the Chat view: this answer streams **piece by piece** into VS Code\'s own chat.';
-const call = (command) => `<tool_call>{"name": "terminal", "arguments": {"command": "${command}"}}</tool_call>`;
+const call = (command) => `<tool_call>${JSON.stringify({ name: 'terminal', arguments: { command } })}</tool_call>`;
 // One cursor for the whole server: each model call takes the next turn, across sessions, in the
 // order of the scenarios below.
 const SCRIPT = {
@@ -35,9 +35,12 @@ const SCRIPT = {
     // (c) Deny: the call, then the model's answer after the denial.
     `I will create another file.\n${call('touch denied.txt')}`,
     'Understood: denied.txt was not created.',
-    // (e) markdown with a code block.
+    // (e) a command that hides terminal escapes: shown written out, with a warning; denied.
+    `Just listing.\n${call('touch hidden_ran.txt #\u001b[2K\u001b[1G  $ ls -la')}`,
+    'Understood: nothing ran.',
+    // (m) markdown with a code block.
     { text: MARKDOWN, chunkDelayMs: 20 },
-    // (f) an approval while the view is hidden: slow enough to switch away first.
+    // (w) an approval while the view is hidden: slow enough to switch away first.
     { text: `Preparing the file, slowly, so you can look elsewhere.\n${call('touch hidden.txt')}`, chunkDelayMs: 120 },
     'Understood: hidden.txt was not created.',
     // (g) @gatehouse in VS Code's Chat view: a streamed answer.
@@ -164,7 +167,13 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
         const script = path.join(sandbox.root, 'script.json');
         writeJson(script, SCRIPT);
         fs.writeFileSync(path.join(workspace, 'README.md'), '# e2e workspace\n');
-        // `machine`-scoped: user settings only (a workspace's settings cannot choose them).
+        // All `machine`-scoped (what the unsandboxed server runs and opens): user settings only. A
+        // workspace's .vscode/settings.json naming them is ignored, which this run relies on: it
+        // says the opposite, and the scripted model must still be the one that answers.
+        writeJson(path.join(workspace, '.vscode', 'settings.json'), {
+          'gatehouse.backend': 'llama_cpp',
+          'gatehouse.script': path.join(workspace, 'planted.json'),
+        });
         addUserSettings(sandbox, {
           'gatehouse.server.pythonCommand': PYTHON,
           'gatehouse.backend': 'scripted',
@@ -271,8 +280,25 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     await screenshot(page, 'e2e-c2-denied');
   });
 
+  scenario('e: a command hiding escape codes is shown written out, with a warning', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('List the files');
+    const card = await approvalCard();
+    const shown = await card.locator('pre.approval-code').textContent();
+    assert.equal(shown, 'touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la');
+    assert.ok(!shown.includes('\u001b'), 'no raw escape character may reach the card');
+    assert.match(await card.locator('.approval-warning').textContent(), /hidden or control characters/);
+    assert.equal(await card.locator('button').first().textContent(), 'Deny', 'Deny comes first');
+    await screenshot(page, 'e2e-e1-hidden-characters');
+    await card.locator('button.deny').click();
+    await waitFor('the approval card to go', async () => await f.locator('.approval-card').count() === 0,
+      { timeout: 20000 });
+    await turnEnded();
+    assert.equal(onDisk('hidden_ran.txt'), false, 'hidden_ran.txt must never appear');
+  });
 
-  scenario('e: markdown with a code block renders, and Copy and Insert at cursor work', async () => {
+  scenario('m: markdown with a code block renders, and Copy and Insert at cursor work', async () => {
     await startNewSession();
     const f = await view();
     await send('Show me a script');
@@ -286,7 +312,7 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     assert.equal(await block.locator('.code-language').textContent(), 'python');
     assert.equal((await block.locator('pre code').textContent()).trim(), 'print("copied from Gatehouse")');
     assert.ok(await block.locator('pre code [class^="hljs-"]').count() > 0, 'the code is highlighted');
-    await screenshot(page, 'e2e-e1-markdown');
+    await screenshot(page, 'e2e-m1-markdown');
     // Copy: the host puts exactly the code on the clipboard.
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(page.url()).origin }).catch(() => {});
     await page.evaluate(() => navigator.clipboard.writeText('(nothing copied yet)')).catch(() => {});
@@ -309,11 +335,11 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     await waitFor('the code in the editor', async () => (await editorText()).includes('print("copied from Gatehouse")'),
       { timeout: 10000 });
     assert.match(await editorText(), /# e2e workspace/, 'inserted at the cursor, the file kept');
-    await screenshot(page, 'e2e-e2-inserted');
+    await screenshot(page, 'e2e-m2-inserted');
     await runCommand(page, 'View: Revert and Close Editor');
   });
 
-  scenario('f: an approval while the view is hidden raises a notification that opens the card', async () => {
+  scenario('w: an approval while the view is hidden raises a notification that opens the card', async () => {
     await startNewSession();
     await send('Create hidden.txt');
     // Look elsewhere while the model writes: the Explorer replaces the Gatehouse view.
@@ -326,12 +352,12 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     assert.ok(await badge.count() > 0, 'the view\'s badge counts the waiting approval');
     assert.match(await page.locator('.part.statusbar').innerText(), /1 approval waiting/);
     assert.equal(onDisk('hidden.txt'), false);
-    await screenshot(page, 'e2e-f1-notification');
+    await screenshot(page, 'e2e-w1-notification');
     await toast.locator('.monaco-button', { hasText: 'Open Approval' }).click();
     frame = undefined;
     const card = await approvalCard();
     assert.match(await card.locator('pre.approval-code').textContent(), /touch hidden\.txt/);
-    await screenshot(page, 'e2e-f2-card-opened');
+    await screenshot(page, 'e2e-w2-card-opened');
     await card.locator('button.deny').click();
     await turnEnded();
     assert.equal(await text('.tool-card .tool-status'), 'denied');
