@@ -2,7 +2,9 @@
 // e2e layer, vscode-client/test/e2e): a 2,000-token answer with 10 code blocks, every delta
 // rendered at once (the worst case: the view normally renders at most once per frame), against
 // the real alternative: re-rendering the whole answer's markdown on every delta.
-//   npm run bench   (prints updates/s for both, and the ratio; exits 1 below 60 updates/s)
+//   npm run bench   (prints updates/s for both, and the ratio)
+// A measurement, not a test: nothing fails. jsdom's HTML parser (parse5, in JavaScript) is many
+// times slower than Chromium's, so absolute figures here are far below the real webview's.
 import { JSDOM } from 'jsdom';
 import { ChatView } from '../webview/view';
 import { answerDeltas } from './answer.mjs';
@@ -64,7 +66,3 @@ console.log(`webview markdown streaming (jsdom, ${deltas.length} deltas, 10 code
 console.log(`  last-block re-render: ${fast.toFixed(0)} updates/s`);
 console.log(`  whole re-render:      ${slow.toFixed(0)} updates/s`);
 console.log(`  ratio:                ${(fast / slow).toFixed(1)}x`);
-if (fast < 60) {
-  console.error('FAIL: below 60 updates/s');
-  process.exit(1);
-}

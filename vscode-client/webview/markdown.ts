@@ -120,8 +120,9 @@ export class Markdown {
   }
 
   private sanitize(html: string): DocumentFragment {
-    // Parsed in an inert document (no browsing context: nothing runs, nothing loads), sanitized
-    // there in place, then moved into the view: cheaper than a new document per call.
+    // Parsed in an inert document (no browsing context: nothing runs, nothing loads) and
+    // sanitized there in place (cheaper than a new document per call). The clean HTML is then
+    // parsed in the view's own document: moving nodes between documents costs far more.
     const box = this.inert.createElement('div');
     box.innerHTML = html;
     this.purify.sanitize(box, {
@@ -131,8 +132,10 @@ export class Markdown {
       ALLOW_DATA_ATTR: false,
       IN_PLACE: true,
     });
+    const holder = this.doc.createElement('div');
+    holder.innerHTML = box.innerHTML; // only allow-listed tags and attributes are left
     const fragment = this.doc.createDocumentFragment();
-    fragment.append(...Array.from(box.childNodes));
+    fragment.append(...Array.from(holder.childNodes));
     this.decorate(fragment);
     return fragment;
   }

@@ -253,10 +253,15 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     assert.deepEqual(await turnOrder(), ORDER);
     await screenshot(page, 'e2e-b2-allowed-ran');
     // A reloaded view gets the same turn, in the same order, from the extension host.
+    // (a mark in the old document tells the reloaded one apart, whether VS Code swaps the frame or reloads it)
+    await (await view()).evaluate(() => { window.beforeReload = true; });
     await runCommand(page, 'Developer: Reload Webviews');
-    frame = undefined;
-    await waitFor('the reloaded view to show the turn', async () => (await (await view()).locator('.tool-card').count()) === 1,
-      { timeout: 30000 });
+    await waitFor('the reloaded view to show the turn', async () => {
+      frame = undefined;
+      const f = await view();
+      if (await f.evaluate(() => window.beforeReload === true)) return false;
+      return JSON.stringify(await turnOrder()) === JSON.stringify(ORDER);
+    }, { timeout: 30000 });
     assert.deepEqual(await turnOrder(), ORDER);
     assert.equal(await text('.tool-card .approval-note'), 'Allowed');
     await screenshot(page, 'e2e-b3-after-reload');
