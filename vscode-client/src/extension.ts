@@ -87,7 +87,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }
   };
   const openApproval = async (w: Waiting | undefined): Promise<void> => {
-    if (w?.frontEnd === 'native') await native.open();
+    if (w?.frontEnd === 'native') await native.reveal();
     else await view.revealCard(w?.approvalId);
   };
   view.setActions({ send: (prompt) => void chat.send(prompt), stop: () => void chat.stop(), newSession: () => chat.newSession() });

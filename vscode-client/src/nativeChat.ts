@@ -130,6 +130,11 @@ export class NativeChat implements vscode.Disposable {
     this.approvals.answer(approvalId, decision);
   }
 
+  /** Shows VS Code's Chat view (where a waiting approval is), leaving its input alone. */
+  async reveal(): Promise<void> {
+    await vscode.commands.executeCommand('workbench.action.chat.open');
+  }
+
   /** Opens VS Code's Chat view with `@gatehouse` in the input. */
   async open(): Promise<void> {
     await vscode.commands.executeCommand('workbench.action.chat.open', {

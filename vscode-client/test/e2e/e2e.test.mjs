@@ -20,7 +20,7 @@ import { askNative, openNativeChat, responseButton, responseButtons, responseDon
 const PYTHON = process.env.GATEHOUSE_PYTHON || path.join(REPO_DIR, '.venv', 'bin', 'python');
 
 const ANSWER = 'Hello from the scripted model. Every word of this answer streams into the chat view piece by piece.';
-const MARKDOWN = 'Here is **the script**:\n\n```python\nprint("copied from Gatehouse")\n```\n\nRun it with `python script.py`.';
+const MARKDOWN = 'Here is **the script**:\n\n```python\nprint("copied from Gatehouse")\n```\n\nRun it with `python script.py`; see [the docs](https://example.com/docs).';
 const NATIVE_ANSWER = 'Hello from Gatehouse in the Chat view: this answer streams **piece by piece** into VS Code\'s own chat.';
 const call = (command) => `<tool_call>${JSON.stringify({ name: 'terminal', arguments: { command } })}</tool_call>`;
 // One cursor for the whole server: each model call takes the next turn, across sessions, in the
@@ -341,6 +341,20 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
       { timeout: 10000 });
     assert.match(await editorText(), /# e2e workspace/, 'inserted at the cursor, the file kept');
     await screenshot(page, 'e2e-m2-inserted');
+    // A link opens only after VS Code's own confirmation (here: cancelled, nothing opens).
+    const link = (await view()).locator('.message.assistant .content a.md-link', { hasText: 'the docs' }).last();
+    assert.equal(await link.getAttribute('title'), 'https://example.com/docs', 'the real target is shown');
+    const pagesBefore = page.context().pages().length;
+    await link.click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10000 });
+    assert.match(await dialog.innerText(), /external website/i);
+    assert.match(await dialog.innerText(), /example\.com\/docs/);
+    await screenshot(page, 'e2e-m3-link-confirmation');
+    await dialog.locator('.monaco-button', { hasText: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden', timeout: 5000 });
+    await sleep(500);
+    assert.equal(page.context().pages().length, pagesBefore, 'no page was opened');
     await runCommand(page, 'View: Revert and Close Editor');
   });
 
@@ -434,8 +448,9 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
   async function nativeApproval(prompt, file) {
     await askNative(page, prompt);
     await waitFor('Gatehouse\'s approval in the Chat view', async () => (await responseButtons(page)).includes('Allow once'), { timeout: 30000 });
+    // The command is in a code block, which the Chat view renders as an editor a moment later.
+    await waitFor('the full command in the approval', async () => (await responseText(page)).includes(`touch ${file}`), { timeout: 10000 });
     const shown = await responseText(page);
-    assert.match(shown, new RegExp(`touch ${file.replace('.', '\\.')}`), 'the full command');
     assert.match(shown, /Working folder/);
     assert.match(shown, /Why you are asked/);
     assert.match(shown, /Isolation/);
