@@ -65,7 +65,11 @@ export class ChatView {
     const openLink = (event: MouseEvent): void => {
       const link = (event.target as Element | null)?.closest?.('a');
       if (!link) return;
-      event.preventDefault(); // never navigate the webview
+      // Never navigate the webview, and keep the click from VS Code's own link handler in the
+      // webview's host page (a window listener that opens links without this check): only the
+      // extension opens a link, through vscode.env.openExternal and its confirmation.
+      event.preventDefault();
+      event.stopPropagation();
       const href = link.getAttribute('href') ?? '';
       if (event.type === 'click' && SAFE_LINK.test(href)) poster.postMessage({ type: 'openLink', href });
     };

@@ -76,9 +76,13 @@ test('links never navigate the view: a click asks the host, which opens it throu
   view.handle({ type: 'content', text: 'See [the docs](https://example.com/docs).' });
   view.handle({ type: 'endTurn', note: '' });
   const link = transcript.querySelector('a') as HTMLAnchorElement;
+  // VS Code's webview host listens on the window and would open the link without asking.
+  let reachedWindow = false;
+  win.addEventListener('click', () => (reachedWindow = true));
   const click = new win.MouseEvent('click', { bubbles: true, cancelable: true });
   link.dispatchEvent(click);
   assert.equal(click.defaultPrevented, true);
+  assert.equal(reachedWindow, false, 'the click never reaches VS Code\'s own link handler');
   assert.deepEqual(posted, [{ type: 'openLink', href: 'https://example.com/docs' }]);
 });
 
