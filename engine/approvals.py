@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.gate import ConfirmReason
+
+if TYPE_CHECKING:  # the protocol imports this module: keep it light
+    from engine.rules.decision import Choice
 
 ClientDecision = Literal["allow", "allow_session", "deny"]
 """What a person can answer (the wire's ``decision``)."""
@@ -27,6 +30,15 @@ class ApprovalRequest:
     name: str
     arguments: dict[str, Any]
     reason: ConfirmReason
+    content_sha256: str = ""
+    """What is approved (:mod:`sandbox.binding`): the executor refuses anything else."""
+    choices: tuple[Choice, ...] = ()
+    """The answers offered, Deny first (:func:`engine.rules.decision.choices_for`)."""
+    unclear: tuple[str, ...] = ()
+    """Why rules could not allow this command (shown to the person)."""
+
+    def choice(self, choice_id: str) -> Choice | None:
+        return next((c for c in self.choices if c.id == choice_id), None)
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,9 @@ class ApprovalOutcome:
 
     decision: Decision
     message: str | None = None
+    choice: Choice | None = None
+    """The choice the person made (an allow decision always has one: allow once when the
+    client named none)."""
 
     @property
     def allows(self) -> bool:

@@ -7,9 +7,12 @@ notifications). Text events carry deltas, never cumulative text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sandbox.info import ProtectedChange, SandboxInfo
+
+if TYPE_CHECKING:
+    from engine.rules.decision import DecidedBy
 
 ToolStatus = Literal["completed", "failed", "denied", "timed_out", "cancelled"]
 """How a tool call ended (the wire's ``status``): declared here, used by the protocol models."""
@@ -61,6 +64,8 @@ class ToolEnded:
     """The isolation the call's code ran under; None when no code ran."""
     protected: tuple[ProtectedChange, ...] = ()
     """Auto-run paths the call created or changed, and what was done about each."""
+    decided_by: DecidedBy | None = None
+    """Who decided whether it ran (None: it never reached the gate)."""
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # the protocol imports ConfirmReason from here: keep this module light
     from engine.tools.base import Tool
 
-ConfirmReason = Literal["code_execution", "all_tools"]
-"""Why a call is asked about (the wire's ``reason``)."""
+ConfirmReason = Literal["code_execution", "all_tools", "ask_rule"]
+"""Why a call is asked about (the wire's ``reason``): a confirm flag covers it
+(``code_execution``, ``all_tools``), or an ask rule matched it (``ask_rule``, see
+:mod:`engine.rules.policy`)."""
 
 
 @dataclass(frozen=True)

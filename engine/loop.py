@@ -37,9 +37,13 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
+from engine.rules.book import RuleBook
+from engine.rules.decision import Choice, DecidedBy
+from engine.rules.policy import Verdict, decide
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
-from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome, canonical_arguments
 from engine.turns import Conversation, ToolCallRecord, TurnControl, TurnRequest, TurnResult
+from sandbox.binding import content_digest
 
 if TYPE_CHECKING:  # the runner and the workspace guard load with the first command
     from sandbox.box import Box
@@ -96,6 +100,9 @@ class _Turn:
         self.succeeded: set[str] = set()
         self.offered = loop.offered_tools(request)
         self.box = loop.box.unconfined() if request.policy.bypass_permissions else loop.box
+        self.book = RuleBook(
+            request.rules, conversation.grants, request.user_rules_folder, request.rules_scope
+        )
 
     def result(self, stop_reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
@@ -215,31 +222,60 @@ class _Turn:
             protected = outcome.protected if outcome else ()
             self.emit(
                 ToolEnded(
-                    record.id, record.name, status, record.exit_code, text, sandbox, protected
+                    record.id,
+                    record.name,
+                    status,
+                    record.exit_code,
+                    text,
+                    sandbox,
+                    protected,
+                    record.decided_by,
                 )
             )
 
         tool, args, problem = self._problem(call)
-        needs_confirm = (
-            tool is not None
-            and self.request.policy.needs_confirm(tool)
-            and call.name not in self.conversation.allowed_tools
-        )
+        verdict: Verdict | None = None
+        if tool is not None:
+            arguments = canonical_arguments(args)
+            digest = content_digest(tool.name, arguments, self.box.workspace)
+            verdict = decide(
+                self.request.policy,
+                tool,
+                arguments,
+                self.book.index,
+                digest,
+                can_remember=self.book.user_folder is not None,
+            )
+        needs_confirm = verdict is not None and verdict.outcome == "ask"
         self.emit(ToolStarted(record.id, record.name, record.arguments, needs_confirm))
-        if tool is None:
+        if tool is None or verdict is None:
             text = problem or "The tool call could not be run."
             end("failed", text)
+            return record, text
+        record.decided_by = verdict.decided_by
+        if verdict.outcome == "deny":
+            assert verdict.decided_by is not None
+            self.emit(StatusNote(f"Denied: {record.name} ({verdict.decided_by.detail})"))
+            text = f"The tool call was not run: it is {verdict.decided_by.detail}."
+            end("denied", text)
             return record, text
 
         try:
             if needs_confirm:
-                assert tool is not None
-                refusal = await self._ask(record, tool)
+                refusal = await self._ask(record, verdict, arguments, digest)
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
+            decided = record.decided_by
+            # What the tool is handed must be what was decided (the process is checked again
+            # by the executor right before it starts).
+            now = content_digest(tool.name, canonical_arguments(args), self.box.workspace)
+            if decided is None or now != decided.content_sha256:
+                text = "The tool call was not run: it is not what was approved."
+                end("failed", text)
+                return record, text
             self.emit(StatusNote(f"Running {record.name}"))
-            outcome = await self._execute(tool, args, record)
+            outcome = await self._execute(tool, args, record, decided.content_sha256)
         except asyncio.CancelledError:
             text = "The tool call was cancelled by the user."
             end("cancelled", text)
@@ -251,12 +287,15 @@ class _Turn:
         end(status, outcome.text, outcome)
         return record, outcome.text
 
-    async def _execute(self, tool: Tool, args: Any, record: ToolCallRecord) -> ToolOutcome:
+    async def _execute(
+        self, tool: Tool, args: Any, record: ToolCallRecord, digest: str
+    ) -> ToolOutcome:
         ctx = ToolContext(
             workspace=self.box.workspace,
             timeout_seconds=self.request.tool_timeout_seconds,
             on_output=lambda text: self.emit(ToolOutput(record.id, text)),
             box=self.box,
+            digest=digest,
         )
         try:
             return await tool.run(args, ctx)
@@ -268,40 +307,63 @@ class _Turn:
             logger.exception("tool %s failed unexpectedly", record.name)
             return ToolOutcome(text=f"The tool failed unexpectedly: {exc}", failed=True)
 
-    async def _ask(self, record: ToolCallRecord, tool: Tool) -> tuple[ToolStatus, str] | None:
-        """Ask for approval. None means run it; otherwise the status and what the model is told."""
+    async def _ask(
+        self, record: ToolCallRecord, verdict: Verdict, arguments: dict[str, Any], digest: str
+    ) -> tuple[ToolStatus, str] | None:
+        """Ask for approval. None means run it; otherwise the status and what the model is told.
+        Either way ``record.decided_by`` says who decided."""
         emit = self.emit
         emit(StatusNote(f"Waiting for approval: {record.name}"))
-        reason = self.request.policy.reason(tool)
+        request = ApprovalRequest(
+            record.id,
+            record.name,
+            arguments,
+            verdict.reason,
+            digest,
+            verdict.choices,
+            verdict.unclear,
+        )
         try:
-            outcome = await self.approve(
-                ApprovalRequest(record.id, record.name, record.arguments, reason)
-            )
+            outcome = await self.approve(request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # fail closed: any doubt about an approval means no run
             logger.exception("approval callback failed")
             outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
         decision = outcome.decision
-        if decision == "allow_session":
-            self.conversation.allowed_tools.add(record.name)
-        if decision in ("allow", "allow_session"):
+        if outcome.allows:
+            choice = outcome.choice or request.choice(
+                "allow_session" if decision == "allow_session" else "allow_once"
+            )
+            if choice is None:
+                choice = Choice("allow_once", "Allow once", "allow_once")
+            detail = await self._grant(choice, digest)
+            record.decided_by = DecidedBy("person", digest, choice=choice.kind, detail=detail)
             return None
         if decision == "deny":
+            record.decided_by = DecidedBy("person", digest, choice="deny", detail="denied")
             emit(StatusNote(f"Denied: {record.name}"))
             text = DENIED_TEXT
             if outcome.message:
                 text += f" The user said: {outcome.message}"
             return "denied", text
+        why = outcome.message or "the approval failed"
+        record.decided_by = DecidedBy("failure", digest, detail=f"{decision}: {why}")
         if decision == "timed_out":
             emit(StatusNote(f"No answer to the approval request for {record.name}: not run."))
             within = outcome.message or "the time limit"
             return "timed_out", f"The tool call was not run: no approval arrived within {within}."
         if decision == "cancelled":
             return "cancelled", "The tool call was cancelled before it was approved."
-        why = outcome.message or "the approval failed"
         emit(StatusNote(f"Approval failed for {record.name} ({why}): not run."))
         return "denied", f"The tool call was not run: {why}."
+
+    async def _grant(self, choice: Choice, digest: str) -> str:
+        """Record what an allow answer grants beyond this call; what decidedBy says about it."""
+        detail, note = await self.book.record_answer(choice, digest, self.conversation.key)
+        if note is not None:
+            self.emit(StatusNote(note))
+        return detail
 
 
 class AgentLoop:

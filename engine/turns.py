@@ -5,12 +5,18 @@ loading the agent loop itself (:mod:`engine.loop`) until the first turn runs."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.backends.base import GenerationOptions, Message
 from engine.events import StopReason, ToolStatus
 from engine.gate import GatePolicy
+
+if TYPE_CHECKING:  # rules load with the first turn
+    from engine.rules.decision import DecidedBy
+    from engine.rules.model import Rule
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,13 @@ class TurnRequest:
     models answer best from one round of results). None: no limit."""
     options: GenerationOptions = field(default_factory=GenerationOptions)
     tool_timeout_seconds: float = 120.0
+    rules: tuple[Rule, ...] = ()
+    """The built-in, user and workspace rules in force (:mod:`engine.rules.store`); the
+    session's grants are the conversation's."""
+    user_rules_folder: Path | None = None
+    """Where "Always allow" writes a user rule (None: it is not offered)."""
+    rules_scope: str | None = None
+    """The workspace a remembered rule applies in."""
 
 
 @dataclass
@@ -34,6 +47,9 @@ class ToolCallRecord:
     arguments: dict[str, Any]
     status: ToolStatus
     exit_code: int | None = None
+    decided_by: DecidedBy | None = None
+    """Who decided whether it ran: which rule (id, source), which person's answer, or which
+    setting, with the SHA-256 of what was decided. None: it never reached the gate (invalid)."""
 
 
 @dataclass
@@ -48,8 +64,16 @@ class Conversation:
     """What one session remembers between requests."""
 
     messages: list[Message] = field(default_factory=list)
-    allowed_tools: set[str] = field(default_factory=set)
-    """Tools approved with ``allow_session``: further calls of these run without asking."""
+    grants: list[Rule] = field(default_factory=list)
+    """Rules granted with "Allow ... in this session" (source ``session``): later calls they
+    allow run without asking."""
+    key: str = field(default_factory=lambda: secrets.token_hex(8))
+    """Tells this conversation's grants from another's (part of a session rule's id)."""
+
+    @property
+    def allowed_tools(self) -> set[str]:
+        """The tools with at least one session grant."""
+        return {rule.tool for rule in self.grants}
 
 
 class TurnControl:

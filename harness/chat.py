@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.connection import ConnectionLost, ErrorResponse, RpcClient
+from harness.rules import RulesCommand
 from harness.terminal import LineReader
 from harness.view import View
 from server.protocol import (
@@ -34,6 +35,7 @@ from server.protocol import (
     AGENT_STREAM,
     TOOL_CONFIRM,
     ChatResult,
+    ChoiceView,
     ClientDecision,
     GatehouseCapabilities,
     ToolConfirmParams,
@@ -45,19 +47,27 @@ from server.protocol.display import visible
 logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-PROMPT = "  Allow? [y]es / [s]ession / [N]o (Enter = no): "
+PROMPT_END = "(Enter = deny): "
 NO_TTY = "no terminal to ask on: denied; use --approve allow to allow"
 NO_TTY_MESSAGE = "nobody was at a terminal to approve it"
 VERSION = metadata.version("gatehouse")
-_ANSWERS: dict[str, ClientDecision] = {
-    "": "deny",
-    "y": "allow",
-    "yes": "allow",
-    "s": "allow_session",
-    "session": "allow_session",
-    "n": "deny",
-    "no": "deny",
+_KEYS: dict[str, tuple[str, ...]] = {
+    "deny": ("n", "no", ""),
+    "allow_once": ("y", "yes"),
+    "allow_session": ("s", "session"),
+    "allow_always": ("a", "always"),
 }
+"""What a person types for each kind of choice (Enter alone denies)."""
+_BASE: dict[str, ClientDecision] = {
+    "deny": "deny",
+    "allow_once": "allow",
+    "allow_session": "allow_session",
+    "allow_always": "allow",
+}
+_BASIC = [
+    ChoiceView(id="deny", label="Deny", kind="deny"),
+    ChoiceView(id="allow_once", label="Allow once", kind="allow_once"),
+]
 _MESSAGE_TYPES = {1: "error", 2: "warning", 3: "info", 4: "log"}
 
 
@@ -126,46 +136,56 @@ class Chat:
             params = ToolConfirmParams.model_validate(raw)
         except ValidationError:
             self.view.note("an approval request the client cannot read: denied", "red")
-            return self._answer("deny", message="the client could not read the approval request")
+            return ToolConfirmResult(
+                decision="deny", message="the client could not read the approval request"
+            ).wire()
         self._learn_session(params.session_id)
         self.view.confirm(params)
-        decision = await self._decide(params)
-        if decision == "deny":
+        choice = await self._decide(params)
+        if choice.kind == "deny":
             self.view.denied_here.add(params.tool_call_id)
-        message = NO_TTY_MESSAGE if decision == "deny" and self._no_tty_denial else None
-        return self._answer(decision, message=message, approval_id=params.approval_id)
+        message = NO_TTY_MESSAGE if choice.kind == "deny" and self._no_tty_denial else None
+        return ToolConfirmResult(
+            decision=_BASE[choice.kind],
+            message=message,
+            approval_id=params.approval_id,
+            choice=choice.id,
+            content_sha256=params.content_sha256,
+        ).wire()
 
-    @staticmethod
-    def _answer(
-        decision: ClientDecision, *, message: str | None = None, approval_id: str | None = None
-    ) -> dict[str, Any]:
-        return ToolConfirmResult(decision=decision, message=message, approval_id=approval_id).wire()
-
-    async def _decide(self, params: ToolConfirmParams) -> ClientDecision:
+    async def _decide(self, params: ToolConfirmParams) -> ChoiceView:
         self._no_tty_denial = False
+        choices = params.choices or _BASIC
+        first = {kind: next((c for c in choices if c.kind == kind), None) for kind in _KEYS}
+        deny = first["deny"] or _BASIC[0]
         mode = self.args.approve
         if mode == "allow":
-            self.view.note("allowed (--approve allow)", "green")
-            return "allow"
+            self.view.note("allowed once (--approve allow)", "green")
+            return first["allow_once"] or _BASIC[1]
         if mode == "deny":
             self.view.note("denied (--approve deny)", "red")
-            return "deny"
+            return deny
         if not self.lines.is_tty:
             self.view.note(NO_TTY, "red")
             self._no_tty_denial = True
-            return "deny"
+            return deny
+        offered = [c for c in first.values() if c is not None]
+        menu = "   ".join(f"[{_KEYS[c.kind][0]}] {visible(c.label)}" for c in offered)
+        keys = "/".join(_KEYS[c.kind][0] for c in offered)
         self.lines.discard_typeahead()
         try:
             while True:
-                self.view.prompt(PROMPT)
+                self.view.note(menu)
+                self.view.prompt(f"  Answer [{keys}] {PROMPT_END}")
                 line = await self.lines.readline()
                 self.view.answered()
                 if line is None:
                     self.view.note("end of input: denied", "red")
-                    return "deny"
-                decision = _ANSWERS.get(line.strip().lower())
-                if decision is not None:
-                    return decision
+                    return deny
+                typed = line.strip().lower()
+                for choice in offered:
+                    if typed in _KEYS[choice.kind]:
+                        return choice
         except asyncio.CancelledError:
             self.view.note(f"(approval for {params.name} withdrawn: it did not run)", "yellow")
             raise
@@ -292,8 +312,13 @@ class Chat:
             if text == "/new":
                 self.session_id = None
                 self.view.note("(new session)")
+            elif text == "/rules" or text.startswith("/rules "):
+                await RulesCommand(self.client, self.view, self.session_id).run(text[6:].strip())
             elif text.startswith("/"):
-                self.view.note(f"unknown command {text}: /new starts a new session, /quit exits")
+                self.view.note(
+                    f"unknown command {text}: /new starts a new session, /rules lists the "
+                    "rules, /quit exits"
+                )
             elif text:
                 await self.turn(text)
 

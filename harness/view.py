@@ -213,7 +213,10 @@ class View:
         if self.out is not None:
             where = f"{workspace} · {sandbox_text(self.sandbox)}"
             self.out.line(f"gatehouse {version} · {where}", style="dim")
-            self.out.line("/new starts a new session, /quit (or Ctrl-D) exits", style="dim")
+            self.out.line(
+                "/new starts a new session, /rules lists the rules, /quit (or Ctrl-D) exits",
+                style="dim",
+            )
 
     def end_turn(self, result: ChatResult | None) -> None:
         self._mode = ""
@@ -242,6 +245,9 @@ class View:
         warning = hidden_warning(_all_text(params.arguments))
         if warning:
             self.ask.line(f"  {warning}", style="yellow bold")
+        if params.unclear:
+            why = "; it ".join(params.unclear)
+            self.ask.line(f"  Rules cannot allow this command: it {why}.", style="dim")
 
     def note(self, text: str, style: str = "") -> None:
         self.ask.line(f"  {text}", style=style)

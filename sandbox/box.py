@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from sandbox.binding import Binding
 from sandbox.policy import SandboxSettings
 from sandbox.runner import ExecRequest, ExecResult, execute
 from sandbox.tiers import Sandbox, unsandboxed
@@ -50,8 +51,10 @@ class Box:
         timeout_seconds: float,
         on_output: Callable[[str], None],
         stdin: bytes | None = None,
+        binding: Binding | None = None,
     ) -> ExecResult:
-        """Run an approved command with the workspace as its working folder."""
+        """Run an approved command with the workspace as its working folder; ``binding`` (what
+        the approval approved) is checked right before the process starts."""
         request = ExecRequest(
             argv=argv,
             cwd=self.workspace,
@@ -59,5 +62,6 @@ class Box:
             stdin=stdin,
             bypass=self.bypass,
             scratch_dir=self.scratch_dir,
+            binding=binding,
         )
         return await execute(request, on_output, sandbox=self.sandbox)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sandbox.binding import Binding, BindingMismatch
 from sandbox.bwrap import ReadOnly
 from sandbox.guard import Snapshot, WorkspaceGuard, describe
 from sandbox.info import ProtectedChange, SandboxInfo
@@ -54,6 +55,10 @@ class ExecRequest:
     """Variables added to the scrubbed environment (secret-looking ones are dropped)."""
     scratch_dir: Path | None = None
     """The session's private temporary folder (``/tmp`` inside the strong tier)."""
+    binding: Binding | None = None
+    """What the decision to run it approved (see :mod:`sandbox.binding`): checked against
+    ``cwd`` right before the process starts, and a mismatch never starts. None: the caller did
+    not go through a gate (the sandbox's own tests and benchmarks)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -139,6 +144,12 @@ async def execute(
             return not_started(problem)
         if not request.cwd.is_dir():
             return not_started(f"The working folder {request.cwd} does not exist.")
+        if request.binding is not None:
+            try:  # the last moment before the process starts: what runs is what was decided
+                request.binding.check(request.cwd)
+            except BindingMismatch as exc:
+                log.warning("refused a call whose content does not match its approval")
+                return not_started(str(exc))
         try:
             result = await _run(
                 request, launch, info, on_output, started=started, not_started=not_started

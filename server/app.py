@@ -37,6 +37,9 @@ from server.protocol import (
     AGENT_CHAT,
     AGENT_MODELS,
     AGENT_PULL_MODEL,
+    AGENT_RULES,
+    AGENT_RULES_ADD,
+    AGENT_RULES_REMOVE,
     AGENT_STATUS,
     METHODS,
     Method,
@@ -165,6 +168,9 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         AGENT_STATUS: service.status,
         AGENT_MODELS: model_methods.models,
         AGENT_PULL_MODEL: model_methods.pull,
+        AGENT_RULES: service.rules.list,
+        AGENT_RULES_ADD: service.rules.add,
+        AGENT_RULES_REMOVE: service.rules.remove,
     }
     for method in METHODS:
         if method.direction == "client->server":

@@ -7,6 +7,9 @@ a reply to that very request can decide it; it is decided at most once (the firs
 
 The editor is asked with ``toolConfirm`` (clients that advertise it) or the plain LSP
 ``window/showMessageRequest`` (Deny first, so a default pick or a stray Enter never approves).
+Both offer the request's choices (allow once, allow the proposed rule for the session, always
+allow it in this workspace); an answer is bound to its approval and, when it echoes it, to the
+SHA-256 of the content it approves.
 
 Fail closed: an error reply, a malformed reply, an unknown decision, a reply naming another
 approval, no reply in time, the editor cancelling the request, a cancel or a disconnect never
@@ -23,24 +26,33 @@ import secrets
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, Protocol
 
 from lsprotocol import types as lsp
 from pydantic import ValidationError
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, ClientDecision
+from engine.rules.decision import Choice, choices_for
 from sandbox.info import SandboxInfo
 from server.protocol import TOOL_CONFIRM, SandboxState, ToolConfirmParams, ToolConfirmResult
 from server.protocol.display import hidden_warning, visible
+from server.rules import choice_view
 from server.transport import ClientCancelled
 
 logger = logging.getLogger(__name__)
 
 PromptStyle = Literal["toolConfirm", "showMessageRequest"]
 
-DENY, ALLOW, ALLOW_SESSION = "Deny", "Allow", "Allow for session"
-ACTIONS: dict[str, ClientDecision] = {DENY: "deny", ALLOW: "allow", ALLOW_SESSION: "allow_session"}
-"""The ``window/showMessageRequest`` actions, Deny first, and what each decides."""
+DENY = "Deny"
+BASE_DECISION: dict[str, ClientDecision] = {
+    "deny": "deny",
+    "allow_once": "allow",
+    "allow_always": "allow",
+    "allow_session": "allow_session",
+}
+"""The decision each kind of choice is answered with (a server that ignored the choice would
+then do the least: allow once, or the session grant it offered)."""
 
 FALLBACK_MAX_LINES = 200
 FALLBACK_MAX_CHARS = 8000
@@ -79,7 +91,46 @@ class PromptSettings:
     timeout_seconds: float
 
 
-def _parse_tool_confirm(reply: Any, pending: PendingApproval) -> ApprovalOutcome:
+def offered_choices(request: ApprovalRequest) -> tuple[Choice, ...]:
+    """The request's choices (Deny and Allow once when it names none)."""
+    return request.choices or choices_for(None, False)
+
+
+def _choose(
+    request: ApprovalRequest, decision: ClientDecision, choice_id: str | None
+) -> ApprovalOutcome | Choice:
+    """The choice an answer makes, or the failed outcome when it makes none that was offered."""
+    if choice_id is not None:
+        choice = next((c for c in offered_choices(request) if c.id == choice_id), None)
+        if choice is None:
+            return ApprovalOutcome(
+                "failed", f"the editor chose {choice_id!r}, which was not offered"
+            )
+        if BASE_DECISION[choice.kind] != decision:
+            return ApprovalOutcome(
+                "failed",
+                f"the editor's decision {decision!r} disagrees with its choice {choice_id!r}",
+            )
+        return choice
+    kind = {"deny": "deny", "allow": "allow_once", "allow_session": "allow_session"}[decision]
+    choices = offered_choices(request)
+    found = next((c for c in choices if c.kind == kind), None)
+    if found is None:  # allow_session without a rule to grant: allow this call only
+        found = next(c for c in choices if c.kind == "allow_once")
+    return found
+
+
+def _outcome(choice: Choice | ApprovalOutcome, message: str | None) -> ApprovalOutcome:
+    if isinstance(choice, ApprovalOutcome):
+        return choice
+    if choice.kind == "deny":
+        return ApprovalOutcome("deny", message, choice)
+    return ApprovalOutcome(BASE_DECISION[choice.kind], None, choice)
+
+
+def _parse_tool_confirm(
+    reply: Any, pending: PendingApproval, request: ApprovalRequest
+) -> ApprovalOutcome:
     try:
         answer = ToolConfirmResult.model_validate(reply)
     except ValidationError as exc:
@@ -90,19 +141,28 @@ def _parse_tool_confirm(reply: Any, pending: PendingApproval) -> ApprovalOutcome
         )
     if answer.approval_id is not None and answer.approval_id != pending.approval_id:
         return ApprovalOutcome("failed", "the editor's answer named another approval")
-    return ApprovalOutcome(answer.decision, answer.message)
+    if answer.content_sha256 is not None and answer.content_sha256 != request.content_sha256:
+        return ApprovalOutcome("failed", "the editor's answer was for other content")
+    return _outcome(_choose(request, answer.decision, answer.choice), answer.message)
 
 
-def _parse_message_action(reply: Any, _pending: PendingApproval) -> ApprovalOutcome:
+def _parse_message_action(
+    reply: Any, _pending: PendingApproval, request: ApprovalRequest, *, offered: list[str]
+) -> ApprovalOutcome:
     if reply is None:
-        return ApprovalOutcome("deny", None)  # the prompt was dismissed: no answer means deny
+        return _outcome(_choose(request, "deny", None), None)  # dismissed: no answer means deny
     title = getattr(reply, "title", None)
     if title is None and isinstance(reply, dict):
         title = reply.get("title")
-    decision = ACTIONS.get(str(title))
-    if decision is None:
-        return ApprovalOutcome("failed", f"the editor answered with an unknown action {title!r}")
-    return ApprovalOutcome(decision)
+    for choice in offered_choices(request):
+        if action_title(choice) == title and title in offered:
+            return _outcome(choice, None)
+    return ApprovalOutcome("failed", f"the editor answered with an unknown action {title!r}")
+
+
+def action_title(choice: Choice) -> str:
+    """A ``window/showMessageRequest`` action: the choice's label, hidden characters shown."""
+    return visible(choice.label)
 
 
 def shown_code(request: ApprovalRequest) -> str:
@@ -130,9 +190,11 @@ def message_request(
     warning = hidden_warning(code)
     if warning:
         parts.append(warning)
+    if request.unclear:
+        parts.append("Rules cannot allow this command: it " + "; it ".join(request.unclear) + ".")
     if complete:
         parts.append("\n".join(lines))
-        actions = [DENY, ALLOW, ALLOW_SESSION]
+        actions = [action_title(c) for c in offered_choices(request)]
     else:
         shown = "\n".join(lines[:FALLBACK_MAX_LINES])[:FALLBACK_MAX_CHARS]
         parts.append(shown)
@@ -175,7 +237,7 @@ class Approvals:
     ) -> ApprovalOutcome:
         pending = self._register(session_id, request.tool_call_id)
         params: Any
-        parse: Callable[[Any, PendingApproval], ApprovalOutcome]
+        parse: Callable[[Any, PendingApproval, ApprovalRequest], ApprovalOutcome]
         if settings.style == "toolConfirm":
             method = TOOL_CONFIRM
             params = ToolConfirmParams(
@@ -189,13 +251,23 @@ class Approvals:
                 sandbox=SandboxState(
                     level=settings.sandbox.level, network=settings.sandbox.network
                 ),
+                content_sha256=request.content_sha256,
+                choices=[choice_view(c) for c in offered_choices(request)],
+                unclear=list(request.unclear) or None,
             ).wire()
             parse = _parse_tool_confirm
         else:
             method = lsp.WINDOW_SHOW_MESSAGE_REQUEST
             params = message_request(request, settings)
-            parse = _parse_message_action
-        return await self._send_and_wait(pending, method, params, parse, settings.timeout_seconds)
+            offered = [action.title for action in params.actions or []]
+            parse = partial(_parse_message_action, offered=offered)
+        return await self._send_and_wait(
+            pending,
+            method,
+            params,
+            lambda reply, p: parse(reply, p, request),
+            settings.timeout_seconds,
+        )
 
     def _register(self, session_id: str, tool_call_id: str) -> PendingApproval:
         approval_id = secrets.token_urlsafe(24)  # 192 bits

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ from server.protocol import (
     ToolCallSummary,
     UnwiredGateData,
 )
+from server.rules import RulesService
 from server.sessions import Session, SessionStore
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class AgentService:
         self.sessions = SessionStore()
         self.approvals = Approvals(channel)
         self.models = BackendManager(options)
+        self.rules = RulesService(self.sessions, workspace)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -99,6 +101,7 @@ class AgentService:
         self.options, self.workspace, self.client = options, workspace, client
         self.sandbox = sandbox
         self.models = BackendManager(options)
+        self.rules.configure(workspace)
 
     def sandbox_report(self) -> SandboxReport:
         info = self.sandbox.info
@@ -256,6 +259,7 @@ class AgentService:
             timeout_seconds=self.options.confirm_timeout_seconds,
         )
         try:
+            request = await self._with_rules(request, stream)
             try:
                 backend = await self._load(params.model, stream)
             except asyncio.CancelledError:
@@ -278,6 +282,20 @@ class AgentService:
             stream.flush()
             session.active, session.active_turn_id = None, None
         return self._result(session, turn_id, result)
+
+    async def _with_rules(self, request: TurnRequest, stream: TurnStream) -> TurnRequest:
+        """The request with the rules in force (read off the event loop); what is wrong in the
+        rules files is said once, as a status line."""
+        rules, problems = await asyncio.to_thread(self.rules.load)
+        for problem in self.rules.new_problems(problems):
+            stream.emit(StatusNote(f"Rules: {problem}"))
+        user = self.rules.user_rules()  # resolved by load() above: no disk access here
+        return replace(
+            request,
+            rules=rules,
+            user_rules_folder=None if user is None else user.folder,
+            rules_scope=self.rules.scope,
+        )
 
     @staticmethod
     def _result(session: Session, turn_id: str, result: TurnResult) -> ChatResult:

@@ -39,6 +39,7 @@ from server.protocol import (
     ToolStartEvent,
     WireModel,
 )
+from server.rules import decided_by_view
 
 Notify = Callable[[dict[str, Any]], None]
 
@@ -82,6 +83,7 @@ def event_to_wire(event: AgentEvent, session_id: str, turn_id: str) -> WireModel
                 for c in event.protected
             ]
             or None,
+            decided_by=None if event.decided_by is None else decided_by_view(event.decided_by),
         )
     assert isinstance(event, StatusNote)
     return StatusEvent(**head, text=event.text)

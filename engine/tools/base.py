@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 if TYPE_CHECKING:  # the runner and the workspace guard load on the first command
+    from sandbox.binding import Binding
     from sandbox.box import Box
 from sandbox.info import ProtectedChange, SandboxInfo
 
@@ -29,6 +30,13 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
+def canonical_arguments(args: ToolArgs) -> dict[str, Any]:
+    """The arguments as they will be used, in the form approvals are bound to: the fields the
+    call gave (defaults left out), as JSON values. Equal to the raw arguments for every valid
+    call that nothing had to coerce."""
+    return args.model_dump(mode="json", exclude_unset=True)
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a tool may use while it runs."""
@@ -38,6 +46,18 @@ class ToolContext:
     on_output: Callable[[str], None] = field(default=lambda _text: None)
     box: Box | None = None
     """Where approved code runs (bound per session; None: the workspace, no sandbox)."""
+    digest: str | None = None
+    """The SHA-256 the decision to run this call recorded (:mod:`sandbox.binding`): a tool that
+    starts a process hands it to the box with the arguments it really runs (:meth:`Tool.binding`),
+    and the executor refuses a mismatch. None: no gate decided (direct use in tests)."""
+
+    def binding(self, tool: Tool, args: ToolArgs) -> Binding | None:
+        """What the executor checks before it starts the process for ``args``."""
+        if self.digest is None:
+            return None
+        from sandbox.binding import Binding  # noqa: PLC0415
+
+        return Binding(tool.name, canonical_arguments(args), self.digest)
 
     @property
     def code_box(self) -> Box:

@@ -57,6 +57,7 @@ class PythonTool(Tool):
             timeout_seconds=ctx.timeout_seconds,
             on_output=ctx.on_output,
             stdin=args.code.encode("utf-8"),
+            binding=ctx.binding(self, args),
         )
         return _outcome(result)
 
@@ -73,6 +74,7 @@ class TerminalTool(Tool):
             (_shell(), "-c", args.command),
             timeout_seconds=ctx.timeout_seconds,
             on_output=ctx.on_output,
+            binding=ctx.binding(self, args),
         )
         return _outcome(result)
 

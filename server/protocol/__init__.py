@@ -52,6 +52,19 @@ from server.protocol.model_list import (
     PullModelParams,
     PullModelResult,
 )
+from server.protocol.rules import (
+    AddRuleParams,
+    AddRuleResult,
+    ChoiceView,
+    DecidedByView,
+    RemoveRuleParams,
+    RemoveRuleResult,
+    RuleRef,
+    RulesParams,
+    RuleSpec,
+    RulesResult,
+    RuleView,
+)
 from server.protocol.status import (
     GatehouseCapabilities,
     SandboxReport,
@@ -79,6 +92,9 @@ AGENT_STATUS = "agent/status"
 AGENT_STREAM = "agent/stream"
 AGENT_MODELS = "agent/models"
 AGENT_PULL_MODEL = "agent/pullModel"
+AGENT_RULES = "agent/rules"
+AGENT_RULES_ADD = "agent/rules/add"
+AGENT_RULES_REMOVE = "agent/rules/remove"
 TOOL_CONFIRM = "toolConfirm"
 
 Client = Literal["vscode", "chat"]
@@ -149,6 +165,34 @@ METHODS: tuple[Method, ...] = (
         "Fetch a model from the Hugging Face Hub (resumable, checksummed, $/progress).",
     ),
     Method(
+        AGENT_RULES,
+        "request",
+        "client->server",
+        RulesParams,
+        RulesResult,
+        ("vscode", "chat"),
+        "Every rule in force in this workspace, with where it came from, and what was wrong in "
+        "the rules files.",
+    ),
+    Method(
+        AGENT_RULES_ADD,
+        "request",
+        "client->server",
+        AddRuleParams,
+        AddRuleResult,
+        ("chat",),
+        "Add a user rule (this workspace or every one) or a session grant.",
+    ),
+    Method(
+        AGENT_RULES_REMOVE,
+        "request",
+        "client->server",
+        RemoveRuleParams,
+        RemoveRuleResult,
+        ("vscode", "chat"),
+        "Remove a user rule or a session grant by its id.",
+    ),
+    Method(
         AGENT_STREAM,
         "notification",
         "server->client",
@@ -164,7 +208,8 @@ METHODS: tuple[Method, ...] = (
         ToolConfirmParams,
         ToolConfirmResult,
         ("vscode", "chat"),
-        "May this tool call run? Nothing runs until the answer is allow or allow_session.",
+        "May this tool call run? Nothing runs until the answer allows it; the choices say what "
+        "each answer records.",
     ),
 )
 """Every Gatehouse method. The standard LSP messages the server also uses (``initialize`` with
@@ -177,6 +222,9 @@ __all__ = [
     "AGENT_CHAT",
     "AGENT_MODELS",
     "AGENT_PULL_MODEL",
+    "AGENT_RULES",
+    "AGENT_RULES_ADD",
+    "AGENT_RULES_REMOVE",
     "AGENT_STATUS",
     "AGENT_STREAM",
     "ERROR_CODES",
@@ -188,16 +236,20 @@ __all__ = [
     "PARSE_ERROR",
     "REQUEST_CANCELLED",
     "TOOL_CONFIRM",
+    "AddRuleParams",
+    "AddRuleResult",
     "BusySessionData",
     "CancelParams",
     "CancelResult",
     "ChatParams",
     "ChatResult",
+    "ChoiceView",
     "Client",
     "ClientAnswer",
     "ClientDecision",
     "ConfirmReason",
     "ContentEvent",
+    "DecidedByView",
     "ErrorData",
     "GatehouseCapabilities",
     "InvalidParamsData",
@@ -213,6 +265,13 @@ __all__ = [
     "PullModelParams",
     "PullModelResult",
     "ReasoningEvent",
+    "RemoveRuleParams",
+    "RemoveRuleResult",
+    "RuleRef",
+    "RuleSpec",
+    "RuleView",
+    "RulesParams",
+    "RulesResult",
     "SandboxReport",
     "SandboxState",
     "SessionSummary",

@@ -1,4 +1,5 @@
-"""``toolConfirm``: the server asks the editor whether a tool call may run."""
+"""``toolConfirm``: the server asks the editor whether a tool call may run, and offers the choices
+it would record."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from engine.approvals import ClientDecision
 from engine.gate import ConfirmReason
 from sandbox.info import IsolationLevel
 from server.protocol.base import ClientAnswer, WireModel, optional
+from server.protocol.rules import ChoiceView
 
 
 class SandboxState(WireModel):
@@ -32,10 +34,23 @@ class ToolConfirmParams(WireModel):
     name: str = Field(description="The tool's name.")
     arguments: dict[str, Any] = Field(description="Exactly what will run, in full.")
     reason: ConfirmReason = Field(
-        description="code_execution (python/terminal under confirmCodeExecution) or all_tools "
-        "(confirmToolCalls)."
+        description="code_execution (python/terminal under confirmCodeExecution), all_tools "
+        "(confirmToolCalls) or ask_rule (an ask rule matched)."
     )
     sandbox: SandboxState = Field(description="The isolation the call would run under.")
+    content_sha256: str = Field(
+        description="SHA-256 of (tool, canonical arguments, working folder): what an allow "
+        "approves. The executor refuses anything else; a result may echo it."
+    )
+    choices: list[ChoiceView] = Field(
+        description="The answers to offer, Deny first, labels saying their scope. A client that "
+        "ignores them answers with decision alone (allow_session then grants the allow_session "
+        "choice's rule, or allows once when there is none)."
+    )
+    unclear: list[str] | None = optional(
+        "terminal: why rules could not allow this command (e.g. 'runs a command "
+        "substitution'), for the person."
+    )
 
 
 class ToolConfirmResult(ClientAnswer):
@@ -46,4 +61,12 @@ class ToolConfirmResult(ClientAnswer):
     message: str | None = optional("Passed to the model on deny.")
     approval_id: str | None = optional(
         "Optional echo of the request's approvalId; when present it must match."
+    )
+    choice: str | None = optional(
+        "The id of the chosen choice; its kind must agree with decision (deny: deny; "
+        "allow_once and allow_always: allow; allow_session: allow_session), or the call does "
+        "not run."
+    )
+    content_sha256: str | None = optional(
+        "Optional echo of the request's contentSha256; when present it must match."
     )

@@ -11,6 +11,7 @@ from engine.events import ToolStatus
 from sandbox.info import ProtectedAction
 from server.protocol.approvals import SandboxState
 from server.protocol.base import WireModel, optional
+from server.protocol.rules import DecidedByView
 
 
 class ProtectedPath(WireModel):
@@ -90,6 +91,11 @@ class ToolEndEvent(StreamHead):
     protected: list[ProtectedPath] | None = optional(
         "Present when the call created or changed auto-run paths (.git, hooks, .vscode, ...): "
         "what was done about each (see docs/security.md)."
+    )
+    decided_by: DecidedByView | None = optional(
+        "Who decided whether the call ran (a rule, a person's answer, the settings, or a "
+        "failure to answer) and the SHA-256 of what was decided; absent when the call never "
+        "reached the gate (invalid arguments, an unknown tool)."
     )
 
 

@@ -78,16 +78,17 @@ async def test_denied_command_does_not_run_and_the_model_hears_why(
     assert result["stopReason"] == "end_turn"  # the model got the denial and answered
 
 
-async def test_allow_for_session_covers_that_tool_in_that_session_only(
+async def test_allow_for_session_covers_its_rule_in_that_session_only(
     start_server: StartServer,
 ) -> None:
+    # `echo one` proposes `echo one *`: the grant covers that rule, not the terminal tool.
     turns = [
         tool_call("terminal", command="echo one >> log.txt"),
         "first done",
-        tool_call("terminal", command="echo two >> log.txt"),
+        tool_call("terminal", command="echo one two >> log.txt"),
         tool_call("python", code="open('py.txt', 'w').write('x')"),
         "second done",
-        tool_call("terminal", command="echo three >> log.txt"),
+        tool_call("terminal", command="echo one three >> log.txt"),
         "third done",
     ]
     answers = iter(["allow_session", "allow", "allow"])
@@ -103,7 +104,11 @@ async def test_allow_for_session_covers_that_tool_in_that_session_only(
 
     assert [c["name"] for c in peer.confirms] == ["terminal", "python", "terminal"]
     assert other["sessionId"] != first["sessionId"]
-    assert (peer.workspace / "log.txt").read_text().split() == ["one", "two", "three"]
+    assert (peer.workspace / "log.txt").read_text().splitlines() == [
+        "one",
+        "one two",
+        "one three",
+    ]
     assert [c["status"] for c in second["toolCalls"]] == ["completed", "completed"]
     second_starts = [m for m in peer.of_type("tool_start") if m["turnId"] == second["turnId"]]
     assert [m["awaitingConfirmation"] for m in second_starts] == [False, True]
@@ -200,7 +205,7 @@ async def test_editor_without_plugin_is_asked_with_show_message_request(
     start_server: StartServer,
 ) -> None:
     titles: list[list[str]] = []
-    choices = iter(["Allow", "Deny", None])
+    choices = iter(["Allow once", "Deny", None])
 
     async def pick(params: dict[str, Any]) -> Any:
         titles.append([a.title for a in params["actions"]])
@@ -218,7 +223,12 @@ async def test_editor_without_plugin_is_asked_with_show_message_request(
 
     assert (peer.workspace / "log.txt").read_text().split() == ["allowed"]
     assert [c["status"] for c in result["toolCalls"]] == ["completed", "denied", "denied"]
-    assert titles[0] == ["Deny", "Allow", "Allow for session"]  # a default pick never approves
+    assert titles[0] == [  # Deny first: a default pick never approves
+        "Deny",
+        "Allow once",
+        "Allow `echo allowed *` in this session",
+        "Always allow `echo allowed *` in this workspace",
+    ]
     message = peer.message_requests[0].message
     assert "terminal" in message and "echo allowed >> log.txt" in message
     assert "isolation:" in message and "network:" in message

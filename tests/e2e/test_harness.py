@@ -242,7 +242,7 @@ class Terminal:
 def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Made it.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
-    term.read_until("[y]es / [s]ession / [N]o")
+    term.read_until("Enter = deny")
     assert not (workspace / "made.txt").exists()
     term.type("y\n")
     assert term.finish() == 0, term.seen
@@ -251,10 +251,35 @@ def test_ask_on_a_terminal(workspace: Path, script: Callable[..., Path]) -> None
     assert "Made it." in term.seen
 
 
+def test_the_prompt_offers_the_scoped_choices_and_always_remembers_the_rule(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    s = script(TOUCH_TURN, "Made it.")
+    term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
+    seen = term.read_until("Enter = deny")
+    assert "[n] Deny   [y] Allow once   [s] Allow `touch *` in this session" in seen
+    assert "[a] Always allow `touch *` in this workspace" in seen
+    term.type("a\n")
+    assert term.finish() == 0, term.seen
+    assert (workspace / "made.txt").exists()
+
+    # the next `gatehouse chat` in this workspace lists it, and /rules remove takes it away
+    listed = run(chat_argv(workspace, script("unused")), stdin="/rules\n/quit\n")
+    assert listed.returncode == 0, listed.stderr
+    line = next(x for x in listed.stdout.splitlines() if "touch *" in x)
+    assert "allow terminal `touch *`" in line and "yours, this workspace" in line
+    rule_id = line.split()[0]
+    removed = run(
+        chat_argv(workspace, script("unused")), stdin=f"/rules remove {rule_id}\n/rules\n"
+    )
+    assert f"removed {rule_id}" in removed.stdout
+    assert "`touch *`" not in removed.stdout.split("removed", 1)[1].split("\n", 1)[1]
+
+
 def test_ctrl_c_at_the_prompt_withdraws_it(workspace: Path, script: Callable[..., Path]) -> None:
     s = script(TOUCH_TURN, "Never said.")
     term = Terminal(chat_argv(workspace, s, "make a file", "--approve", "ask"))
-    term.read_until("[y]es / [s]ession / [N]o")
+    term.read_until("Enter = deny")
     term.proc.send_signal(signal.SIGINT)
     term.read_until("withdrawn: it did not run)")
     term.type("y\n")  # too late: nobody is asking any more
@@ -295,7 +320,7 @@ def test_escape_codes_in_a_command_are_shown_not_obeyed(
     call = json.dumps({"name": "terminal", "arguments": {"command": SNEAKY}})
     s = script(f"<tool_call>{call}</tool_call>", "Done \x1b[2J\u202eevil")
     term = Terminal(chat_argv(workspace, s, "list files", "--approve", "ask"))
-    seen = term.read_until("[y]es / [s]ession / [N]o")
+    seen = term.read_until("Enter = deny")
     # the person sees the whole command, escapes written out, and is warned
     assert "touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la" in seen
     assert "hidden or control characters" in seen

@@ -61,6 +61,7 @@ def reply(msg_id: str, result: Any) -> dict[str, Any]:
 
 
 ASKED = {"method": "toolConfirm"}
+CURL_DENY = {"action": "deny", "tool": "terminal", "pattern": "curl *"}
 APPROVAL = "<request:1>"
 """The id of the first request the server sent (its approval request)."""
 
@@ -109,13 +110,47 @@ FLOWS: list[Flow] = [
     ),
     Flow(
         "allow_for_session",
-        "allow_session: later calls of that tool in that session run without asking.",
-        [call("terminal", command="echo one"), call("terminal", command="echo two"), "Both ran."],
+        "allow_session grants the proposed rule (`ls *`) for the session: a later call it "
+        "allows runs without asking, and tool_end says which rule decided.",
+        [call("terminal", command="ls"), call("terminal", command="ls -a"), "Both ran."],
         [
             Send(chat(1)),
-            Send(reply(APPROVAL, {"decision": "allow_session"}), after={"method": "toolConfirm"}),
+            Send(
+                reply(APPROVAL, {"decision": "allow_session", "choice": "allow_session"}),
+                after={"method": "toolConfirm"},
+            ),
         ],
         {"id": 1},
+    ),
+    Flow(
+        "allow_always",
+        "The allow_always choice writes a user rule for this workspace (agent/rules lists it); a "
+        "later call it allows runs without asking.",
+        [call("terminal", command="ls"), "Listed.", call("terminal", command="ls -a"), "Again."],
+        [
+            Send(chat(1)),
+            Send(
+                reply(APPROVAL, {"decision": "allow", "choice": "allow_always"}),
+                after={"method": "toolConfirm"},
+            ),
+            Send(chat(2, sessionId="<session:1>"), after={"id": 1}),
+            Send(request(3, "agent/rules", {}), after={"id": 2}),
+        ],
+        {"id": 3},
+    ),
+    Flow(
+        "rules_add_list_remove",
+        "agent/rules/add, agent/rules (sources in order), agent/rules/remove; a built-in rule "
+        "cannot be removed.",
+        [],
+        [
+            Send(request(1, "agent/rules/add", CURL_DENY)),
+            Send(request(2, "agent/rules", {}), after={"id": 1}),
+            Send(request(3, "agent/rules/remove", {"ruleId": "<rule:1>"}), after={"id": 2}),
+            # a built-in rule cannot be removed: -32600
+            Send(request(4, "agent/rules/remove", {"ruleId": "<rule:2>"}), after={"id": 3}),
+        ],
+        {"id": 4},
     ),
     Flow(
         "timeout_and_withdrawal",

@@ -31,8 +31,19 @@ READ_TIMEOUT = 20.0
 QUIET_SECONDS = 0.3
 """After the last expected message, nothing more may arrive for this long."""
 
-_TOKEN_FIELDS = {"sessionId": "session", "toolCallId": "call", "approvalId": "approval"}
-_PLACEHOLDER = re.compile(r"<(session|call|approval|request):(\d+)>|<workspace>|<level>|<any>")
+_TOKEN_FIELDS = {
+    "sessionId": "session",
+    "toolCallId": "call",
+    "approvalId": "approval",
+    "contentSha256": "content",
+    "approvedSha256": "content",
+    "ruleId": "rule",
+}
+_PLACEHOLDER = re.compile(
+    r"<(session|call|approval|request|content|rule):(\d+)>|<workspace>|<level>|<any>"
+)
+_MACHINE_FIELDS = {"created", "userFile"}
+"""Values that depend on when or where a flow ran: recorded as ``<any>``."""
 _MERGEABLE = {"content", "reasoning", "tool_output", "tool_args"}
 _LEVEL_IN_TEXT = re.compile(r"(isolation: )(strong|standard|limits-only|none)\b")
 
@@ -95,6 +106,8 @@ def normalise(data: Any, bindings: Bindings, key: str = "") -> Any:
                 out[k] = "<level>"
             elif k == "reason" and isinstance(v, str) and len(v.split()) > 3:
                 out[k] = "<any>"  # the sandbox's reason: a sentence about this machine
+            elif k in _MACHINE_FIELDS and isinstance(v, str):
+                out[k] = "<any>"
             else:
                 out[k] = normalise(v, bindings, k)
         return out
@@ -188,7 +201,11 @@ class ServerPeer:
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={
+                **os.environ,
+                "PYTHONUNBUFFERED": "1",
+                "GATEHOUSE_DATA_DIR": str(self.workspace.parent / "data"),
+            },
         )
         self._reader = asyncio.create_task(self._read())
         params: dict[str, Any] = {"processId": None, "capabilities": capabilities}

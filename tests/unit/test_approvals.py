@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 
 from engine.approvals import ApprovalOutcome, ApprovalRequest
+from engine.gate import GatePolicy
+from engine.rules.book import RuleBook
+from engine.rules.policy import decide
+from engine.tools import BUILTIN_TOOLS
 from sandbox.info import SandboxInfo
 from server.approvals import (
     FALLBACK_MAX_LINES,
@@ -28,8 +32,17 @@ def settings(style: str = "toolConfirm", timeout: float = 30) -> PromptSettings:
     return PromptSettings(style, STRONG, "/ws", timeout)  # type: ignore[arg-type]
 
 
+DIGEST = "0" * 64
+
+
 def request(command: str = "ls") -> ApprovalRequest:
-    return ApprovalRequest("call_1", "terminal", {"command": command}, "code_execution")
+    """What the loop asks about ``command`` with no rules: Deny, Allow once and, for a plain
+    single command, the proposed rule for the session and for always."""
+    arguments = {"command": command}
+    verdict = decide(GatePolicy(), BUILTIN_TOOLS["terminal"], arguments, RuleBook().index, DIGEST)
+    return ApprovalRequest(
+        "call_1", "terminal", arguments, "code_execution", DIGEST, verdict.choices, verdict.unclear
+    )
 
 
 class FakeChannel:
@@ -190,7 +203,7 @@ async def test_a_broken_connection_fails_closed() -> None:
 
 def test_the_fallback_prompt_lists_deny_first_and_shows_the_whole_command() -> None:
     prompt = message_request(request("ls -la\nrm -rf build"), settings("showMessageRequest"))
-    assert [a.title for a in prompt.actions or []] == ["Deny", "Allow", "Allow for session"]
+    assert [a.title for a in prompt.actions or []] == ["Deny", "Allow once"]
     assert "ls -la\nrm -rf build" in prompt.message
     assert "isolation: strong" in prompt.message
     assert "network: off" in prompt.message
@@ -218,8 +231,10 @@ def test_code_too_long_for_the_fallback_prompt_can_only_be_denied() -> None:
     [
         (None, "deny"),
         ({"title": "Deny"}, "deny"),
-        ({"title": "Allow"}, "allow"),
-        ({"title": "Allow for session"}, "allow_session"),
+        ({"title": "Allow once"}, "allow"),
+        ({"title": "Allow `ls *` in this session"}, "allow_session"),
+        ({"title": "Always allow `ls *` in this workspace"}, "allow"),
+        ({"title": "Allow for session"}, "failed"),
         ({"title": "allow"}, "failed"),
         ({"title": "Yes please"}, "failed"),
     ],
@@ -231,3 +246,60 @@ async def test_fallback_answers(reply: Any, decision: str) -> None:
     await channel.wait_sent()
     channel.replies[0].set_result(reply)
     assert (await task).decision == decision
+
+
+def test_the_fallback_prompt_offers_the_scoped_choices_deny_first() -> None:
+    prompt = message_request(request("npm test -- --watch"), settings("showMessageRequest"))
+    assert [a.title for a in prompt.actions or []] == [
+        "Deny",
+        "Allow once",
+        "Allow `npm test *` in this session",
+        "Always allow `npm test *` in this workspace",
+    ]
+
+
+async def test_a_fallback_answer_naming_an_action_that_was_not_shown_fails_closed() -> None:
+    code = "\n".join(f"echo {i}" for i in range(FALLBACK_MAX_LINES + 5))
+    channel = FakeChannel()
+    approvals = Approvals(channel)
+    ask = approvals.ask("s1", "t", request(code), settings("showMessageRequest"))
+    task = asyncio.create_task(ask)
+    await channel.wait_sent()
+    channel.replies[0].set_result({"title": "Allow once"})  # only Deny was shown
+    assert (await task).decision == "failed"
+
+
+async def test_a_client_that_knows_no_choices_gets_the_proposed_rule_for_allow_session() -> None:
+    channel = FakeChannel()
+    approvals = Approvals(channel)
+    task = await asked(approvals, channel, command="pytest -q")
+    params = channel.sent[0][1]
+    assert [c["kind"] for c in params["choices"]] == [
+        "deny",
+        "allow_once",
+        "allow_session",
+        "allow_always",
+    ]
+    assert params["choices"][2]["rule"] == {
+        "action": "allow",
+        "tool": "terminal",
+        "pattern": "pytest *",
+    }
+    assert params["contentSha256"] == DIGEST
+    channel.replies[0].set_result({"decision": "allow_session"})
+    outcome = await task
+    assert outcome.choice is not None and outcome.choice.kind == "allow_session"
+    assert outcome.choice.rule is not None and outcome.choice.rule.pattern == "pytest *"
+
+
+async def test_allow_session_for_a_compound_command_allows_only_this_call() -> None:
+    channel = FakeChannel()
+    approvals = Approvals(channel)
+    task = await asked(approvals, channel, command="pytest -q && curl x | sh")
+    params = channel.sent[0][1]
+    assert [c["kind"] for c in params["choices"]] == ["deny", "allow_once"]
+    assert "starts a shell" in " ".join(params["unclear"])
+    channel.replies[0].set_result({"decision": "allow_session"})
+    outcome = await task
+    assert outcome.decision == "allow"
+    assert outcome.choice is not None and outcome.choice.kind == "allow_once"

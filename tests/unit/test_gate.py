@@ -207,3 +207,24 @@ def test_request_that_would_prompt_is_refused_naming_the_flag(
         )
         == flag
     )
+
+
+@pytest.mark.parametrize(("ctc", "cce", "bypass", "name", "expected"), TRUTH_TABLE)
+def test_with_no_rules_that_match_the_decision_order_asks_exactly_when_the_seed_rule_says_so(
+    ctc: bool, cce: bool, bypass: bool, name: str, expected: bool
+) -> None:
+    # The rules' decision order (engine/rules/policy.py) keeps the seed's gate: built-in rules
+    # and rules for other tools or commands change nothing.
+    from engine.rules.book import RuleBook
+    from engine.rules.model import Rule
+    from engine.rules.policy import decide
+    from engine.rules.store import BUILTIN_RULES
+
+    policy = GatePolicy(
+        confirm_tool_calls=ctc, confirm_code_execution=cce, bypass_permissions=bypass
+    )
+    unrelated = RuleBook([*BUILTIN_RULES, Rule("allow", "terminal", "make *")]).index
+    args = {"python": {"code": "print(1)"}, "terminal": {"command": "ls"}}.get(name, {"path": "a"})
+    verdict = decide(policy, BUILTIN_TOOLS[name], args, unrelated, "0" * 64)
+    assert (verdict.outcome == "ask") is expected
+    assert verdict.outcome != "deny"

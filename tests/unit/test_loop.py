@@ -273,29 +273,41 @@ async def test_approval_callback_that_crashes_fails_closed(h: Harness) -> None:
 # -- allow for the session ------------------------------------------------------------------------
 
 
-async def test_allow_for_session_covers_that_tool_in_that_conversation_only(h: Harness) -> None:
+async def test_allow_for_session_grants_the_proposed_rule_not_the_whole_tool(h: Harness) -> None:
     conversation = Conversation()
     await h.run(
-        append("a"),
-        append("b"),  # same tool: not asked again
-        python_append("p"),  # another tool: still asked
+        call("terminal", command="echo A1 >> out.txt"),  # proposed: `echo *`
+        call("terminal", command="echo B2 >> out.txt"),  # the grant allows it: not asked
+        call("terminal", command="touch other.txt"),  # same tool, not the rule: asked
+        python_append("p"),  # another tool: asked
         "Done.",
-        answers=[ALLOW_SESSION, ALLOW],
+        answers=[ALLOW_SESSION, ALLOW, ALLOW],
         conversation=conversation,
     )
-    assert [a.name for a in h.asked] == ["terminal", "python"]
-    assert lines(h.workspace / "out.txt") == ["a", "b"]
+    assert [a.name for a in h.asked] == ["terminal", "terminal", "python"]
+    assert [r.pattern for r in conversation.grants] == ["echo *"]
+    assert conversation.grants[0].approved_sha256 == h.asked[0].content_sha256
+    assert lines(h.workspace / "out.txt") == ["A1", "B2"]
     assert lines(h.workspace / "py.txt") == ["p"]
 
-    # a later request in the same conversation still runs terminal without asking
-    await h.run(append("c"), "Done.", conversation=conversation)
-    assert len(h.asked) == 2
-    assert lines(h.workspace / "out.txt") == ["a", "b", "c"]
+    # a later request in the same conversation still runs what the grant allows without asking
+    await h.run(call("terminal", command="echo C3 >> out.txt"), "Done.", conversation=conversation)
+    assert len(h.asked) == 3
+    assert lines(h.workspace / "out.txt") == ["A1", "B2", "C3"]
+
+    # but not a compound command whose other part the grant does not allow
+    await h.run(append("x"), "Done.", answers=[ALLOW], conversation=conversation)
+    assert len(h.asked) == 4
 
     # a new conversation asks again
-    await h.run(append("d"), "Done.", answers=[ALLOW], conversation=Conversation())
-    assert [a.name for a in h.asked] == ["terminal", "python", "terminal"]
-    assert lines(h.workspace / "out.txt") == ["a", "b", "c", "d"]
+    await h.run(
+        call("terminal", command="echo D4 >> out.txt"),
+        "Done.",
+        answers=[ALLOW],
+        conversation=Conversation(),
+    )
+    assert len(h.asked) == 5
+    assert lines(h.workspace / "out.txt") == ["A1", "B2", "C3", "x", "D4"]
 
 
 # -- several calls, repeats -----------------------------------------------------------------------

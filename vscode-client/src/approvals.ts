@@ -9,9 +9,12 @@
  * - when the server withdraws the request (`$/cancelRequest` fires the token) the card closes at
  *   once and there is no decision (`undefined`); a modal cannot be closed by an extension, so its
  *   late answer is ignored;
- * - fail closed: any UI error, or an answer that is not one of the three decisions, is a denial.
+ * - the card and the modal offer the request's choices, Deny first, with labels that say their
+ *   scope ("Allow `npm test *` in this session"); the answer names the choice, the decision that
+ *   goes with it, and echoes the content's SHA-256;
+ * - fail closed: any UI error, or an answer that is not one of the offered choices, is a denial.
  */
-import type { Decision, ToolConfirmParams, ToolConfirmResult } from './protocol';
+import type { ChoiceView, Decision, ToolConfirmParams, ToolConfirmResult } from './protocol';
 import { visible } from './display';
 import { isolationText, toolText } from './toolText';
 
@@ -42,30 +45,68 @@ export interface ApprovalView {
   isolation: string;
   /** True when the code would run below strong isolation or with the network on. */
   weakIsolation: boolean;
+  /** The answers offered, Deny first; labels through the display rule. */
+  choices: ChoiceButton[];
+  /** Why rules could not allow this command, when they could not. */
+  unclear?: string[];
+  /** What an allow approves (echoed in the answer). */
+  contentSha256?: string;
+}
+
+export interface ChoiceButton {
+  id: string;
+  label: string;
+  kind: ChoiceView['kind'];
 }
 
 export interface ApprovalAnswer {
-  decision: Decision;
+  /** The id of the chosen choice. */
+  choice: string;
   message?: string;
 }
 
-export type ApprovalOutcome = Decision | 'withdrawn';
+export type ApprovalOutcome = ChoiceView['kind'] | 'withdrawn';
 
 export interface ApprovalUi {
   isVisible(): boolean;
   onDidChangeVisibility(listener: (visible: boolean) => void): Disposable;
   /** Shows the card (queued if the view is not open yet); resolves with the user's answer. */
   showCard(view: ApprovalView): Promise<ApprovalAnswer>;
-  /** Removes the card and leaves a one-line note; safe to call for a card that is gone. */
-  closeCard(approvalId: string, outcome: ApprovalOutcome): void;
-  /** A modal dialog; resolves with the decision, or undefined when it was dismissed. */
-  showModal(view: ApprovalView): Promise<Decision | undefined>;
+  /** Removes the card and leaves a one-line note (the chosen label, when there is one); safe to
+   *  call for a card that is gone. */
+  closeCard(approvalId: string, outcome: ApprovalOutcome, label?: string): void;
+  /** A modal dialog; resolves with the chosen choice's id, or undefined when it was dismissed. */
+  showModal(view: ApprovalView): Promise<string | undefined>;
   /** How a card the person cannot see is brought to them (absent: 'modal'). */
   whenHidden?(): 'modal' | 'notify';
 }
 
-const DECISIONS: readonly Decision[] = ['allow', 'allow_session', 'deny'];
 const MODAL_CODE_LIMIT = 4000;
+
+/** The decision each kind of choice is answered with. */
+export const BASE_DECISION: Readonly<Record<ChoiceView['kind'], Decision>> = {
+  deny: 'deny',
+  allow_once: 'allow',
+  allow_session: 'allow_session',
+  allow_always: 'allow',
+};
+
+/** What a server that sends no choices gets offered. */
+const DENY_CHOICE: ChoiceButton = { id: 'deny', label: 'Deny', kind: 'deny' };
+const BASIC_CHOICES: readonly ChoiceButton[] = [DENY_CHOICE, { id: 'allow_once', label: 'Allow once', kind: 'allow_once' }];
+
+function choiceButtons(choices: unknown): ChoiceButton[] {
+  if (!Array.isArray(choices) || choices.length === 0) return [...BASIC_CHOICES];
+  const buttons: ChoiceButton[] = [];
+  for (const c of choices as ChoiceView[]) {
+    if (typeof c !== 'object' || c === null || typeof c.id !== 'string' || typeof c.label !== 'string') continue;
+    if (!(c.kind in BASE_DECISION)) continue;
+    buttons.push({ id: c.id, label: visible(c.label), kind: c.kind });
+  }
+  // Deny first, whatever order the server sent: it is the default of every prompt.
+  buttons.sort((a, b) => Number(b.kind === 'deny') - Number(a.kind === 'deny'));
+  return buttons.some((b) => b.kind === 'deny') ? buttons : [DENY_CHOICE, ...buttons];
+}
 
 export function reasonText(reason: string): string {
   switch (reason) {
@@ -73,6 +114,8 @@ export function reasonText(reason: string): string {
       return 'It runs code: python and terminal calls need your approval (gatehouse.confirmCodeExecution).';
     case 'all_tools':
       return 'Every tool call needs your approval (gatehouse.confirmToolCalls).';
+    case 'ask_rule':
+      return 'A rule says to ask about it (Gatehouse: Rules).';
     default:
       return `The server asked (${reason}).`;
   }
@@ -94,8 +137,11 @@ export function describeApproval(params: ToolConfirmParams, folder: string): App
     reason: reasonText(params.reason),
     isolation: isolationText(params.sandbox),
     weakIsolation: params.sandbox.level !== 'strong' || params.sandbox.network,
+    choices: choiceButtons(params.choices),
   };
   if (warning !== undefined) view.hiddenWarning = warning;
+  if (Array.isArray(params.unclear) && params.unclear.length > 0) view.unclear = params.unclear.map((u) => visible(u));
+  if (typeof params.contentSha256 === 'string') view.contentSha256 = params.contentSha256;
   return view;
 }
 
@@ -116,15 +162,23 @@ export function modalText(view: ApprovalView): { message: string; detail: string
       '',
       `Working folder: ${view.folder}`,
       `Why you are asked: ${view.reason}`,
+      ...(view.unclear === undefined ? [] : [`Rules cannot allow it: it ${view.unclear.join('; it ')}.`]),
       `Isolation: ${view.isolation}`,
     ].join('\n'),
   };
 }
 
-export function toResult(answer: ApprovalAnswer | null | undefined): ToolConfirmResult {
-  if (typeof answer !== 'object' || answer === null || !DECISIONS.includes(answer.decision)) return { decision: 'deny' };
+/** The answer as the server reads it; anything that is not an offered choice is a denial. */
+export function toResult(answer: ApprovalAnswer | null | undefined, view: ApprovalView): ToolConfirmResult {
+  const deny: ToolConfirmResult = { decision: 'deny' };
+  if (typeof answer !== 'object' || answer === null || typeof answer.choice !== 'string') return deny;
+  const choice = view.choices.find((c) => c.id === answer.choice);
+  if (choice === undefined) return deny;
+  const result: ToolConfirmResult = { decision: BASE_DECISION[choice.kind], choice: choice.id, approvalId: view.approvalId };
+  if (view.contentSha256 !== undefined) result.contentSha256 = view.contentSha256;
   const message = typeof answer.message === 'string' ? answer.message.trim() : '';
-  return answer.decision === 'deny' && message !== '' ? { decision: 'deny', message } : { decision: answer.decision };
+  if (choice.kind === 'deny' && message !== '') result.message = message;
+  return result;
 }
 
 /** Asks the user; resolves with the decision, or undefined when the server withdrew the request. */
@@ -152,7 +206,9 @@ export function askApproval(
       done = true;
       for (const d of disposables) d.dispose();
       try {
-        ui.closeCard(view.approvalId, result === undefined ? 'withdrawn' : result.decision);
+        const chosen = result === undefined ? undefined : view.choices.find((c) => c.id === result.choice);
+        const outcome: ApprovalOutcome = result === undefined ? 'withdrawn' : (chosen?.kind ?? 'deny');
+        ui.closeCard(view.approvalId, outcome, chosen?.label);
       } catch (error) {
         log(`toolConfirm: closing the card failed: ${String(error)}`);
       }
@@ -167,14 +223,14 @@ export function askApproval(
       if ((ui.whenHidden?.() ?? 'modal') !== 'modal') return; // the UI's own notice points to the card
       modalShown = true;
       try {
-        ui.showModal(view).then((decision) => finish(toResult({ decision: decision ?? 'deny' })), failClosed);
+        ui.showModal(view).then((choice) => finish(choice === undefined ? { decision: 'deny' } : toResult({ choice }, view)), failClosed);
       } catch (error) {
         failClosed(error);
       }
     };
     try {
       disposables.push(token.onCancellationRequested(() => finish(undefined)));
-      ui.showCard(view).then((answer) => finish(toResult(answer)), failClosed);
+      ui.showCard(view).then((answer) => finish(toResult(answer, view)), failClosed);
       if (!done) disposables.push(ui.onDidChangeVisibility((visible) => visible || askModal()));
       if (!ui.isVisible()) askModal();
     } catch (error) {

@@ -11,7 +11,6 @@ import * as vscode from 'vscode';
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
 import { modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
-import type { Decision } from './protocol';
 import { Transcript, type ToView, type TranscriptState } from './transcript';
 
 export const VIEW_ID = 'gatehouse.chat';
@@ -22,7 +21,7 @@ type FromView =
   | { type: 'send'; prompt: string }
   | { type: 'stop' }
   | { type: 'newSession' }
-  | { type: 'approve'; approvalId: string; decision: Decision; message?: string }
+  | { type: 'approve'; approvalId: string; choice: string; message?: string }
   | { type: 'openLink'; href: string }
   | { type: 'copy'; text: string }
   | { type: 'insert'; text: string };
@@ -45,20 +44,12 @@ export function openableLink(href: unknown): string | undefined {
   return /^(https?:\/\/|mailto:)/i.test(href.trim()) ? href.trim() : undefined;
 }
 
-const DECISIONS: readonly string[] = ['allow', 'allow_session', 'deny'];
-// Deny first: VS Code makes the first button the focused default, so a stray Enter denies.
-const MODAL_BUTTONS: ReadonlyArray<[string, Decision]> = [
-  ['Deny', 'deny'],
-  ['Allow', 'allow'],
-  ['Allow for Session', 'allow_session'],
-];
-
 export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
   /** The conversation since the last `clear`, sent whole to a webview that (re)loads. */
   private readonly transcript = new Transcript();
-  private readonly pending = new Map<string, (answer: ApprovalAnswer) => void>();
+  private readonly pending = new Map<string, { view: ApprovalView; resolve: (answer: ApprovalAnswer) => void }>();
   private readonly visibility = new vscode.EventEmitter<boolean>();
   private actions: ChatActions | undefined;
   private cards: CardListener | undefined;
@@ -139,15 +130,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
 
   showCard(view: ApprovalView): Promise<ApprovalAnswer> {
     return new Promise((resolve) => {
-      this.pending.set(view.approvalId, resolve);
+      this.pending.set(view.approvalId, { view, resolve });
       this.post({ type: 'approval', view });
       this.cards?.cardShown(view);
     });
   }
 
-  closeCard(approvalId: string, outcome: ApprovalOutcome): void {
+  closeCard(approvalId: string, outcome: ApprovalOutcome, label?: string): void {
     this.pending.delete(approvalId);
-    this.post({ type: 'closeApproval', approvalId, outcome });
+    this.post(label === undefined ? { type: 'closeApproval', approvalId, outcome } : { type: 'closeApproval', approvalId, outcome, label });
     this.cards?.cardClosed(approvalId);
   }
 
@@ -155,10 +146,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     return this.whenHiddenSetting();
   }
 
-  async showModal(view: ApprovalView): Promise<Decision | undefined> {
+  async showModal(view: ApprovalView): Promise<string | undefined> {
     const { message, detail } = modalText(view);
-    const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...MODAL_BUTTONS.map(([label]) => label));
-    return MODAL_BUTTONS.find(([label]) => label === choice)?.[1];
+    // Deny first (view.choices is ordered so): VS Code focuses the first button, so a stray
+    // Enter denies.
+    const labels = view.choices.map((c) => c.label);
+    const picked = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...labels);
+    return view.choices.find((c) => c.label === picked)?.id;
   }
 
   // --- ChatUi -------------------------------------------------------------------------------------
@@ -266,10 +260,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
         this.actions?.newSession();
         break;
       case 'approve': {
-        const resolve = this.pending.get(message.approvalId);
-        if (resolve === undefined || !DECISIONS.includes(message.decision)) return;
+        const pending = this.pending.get(message.approvalId);
+        if (pending === undefined || !pending.view.choices.some((c) => c.id === message.choice)) return;
         this.pending.delete(message.approvalId);
-        resolve({ decision: message.decision, message: typeof message.message === 'string' ? message.message : undefined });
+        const answer: ApprovalAnswer = { choice: message.choice };
+        if (typeof message.message === 'string') answer.message = message.message;
+        pending.resolve(answer);
         break;
       }
       default:

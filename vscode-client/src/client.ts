@@ -26,6 +26,8 @@ import {
   type GatehouseServerCapabilities,
   type InitializationOptions,
   type ModelsResult,
+  type RemoveRuleResult,
+  type RulesResult,
   type StatusResult,
   type StreamEvent,
   type ToolConfirmParams,
@@ -135,6 +137,16 @@ export class ServerManager implements vscode.Disposable {
   async models(): Promise<ModelsResult> {
     await this.queue;
     return this.requireClient().sendRequest<ModelsResult>(Methods.models, {});
+  }
+
+  async rules(): Promise<RulesResult> {
+    await this.queue;
+    return this.requireClient().sendRequest<RulesResult>(Methods.rules, {});
+  }
+
+  async removeRule(ruleId: string): Promise<RemoveRuleResult> {
+    await this.queue;
+    return this.requireClient().sendRequest<RemoveRuleResult>(Methods.removeRule, { ruleId });
   }
 
   async dispose(): Promise<void> {

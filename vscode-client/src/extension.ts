@@ -14,6 +14,8 @@ import { quickPickUi } from './modelPickerUi';
 import { NativeChat, NativeTurn } from './nativeChat';
 import { ANSWER_COMMAND } from './nativeChatUi';
 import type { ToolConfirmResult } from './protocol';
+import type { RuleItem } from './rules';
+import { RULES_VIEW_ID, RulesViewProvider } from './rulesView';
 import { SessionRouter, type Owner } from './sessionRouter';
 import { SECTION } from './settings';
 import { StatusBar } from './statusBar';
@@ -54,6 +56,8 @@ export function activate(context: vscode.ExtensionContext): void {
       const owner = router.ownerOf(event.sessionId);
       if (owner instanceof NativeTurn) owner.session?.handleEvent(event);
       else chat.handleEvent(event);
+      // A call decided by a rule, or an answer that made one: the Rules view shows it at once.
+      if (event.type === 'tool_end') void rules.refresh();
     },
     onToolConfirm: (params, token): Promise<ToolConfirmResult | undefined> => {
       const owner = router.ownerOf(params.sessionId);
@@ -65,9 +69,11 @@ export function activate(context: vscode.ExtensionContext): void {
       router.reset();
       chat.serverRestarted();
       void refreshStatus();
+      void rules.refresh();
     },
   });
   server = manager;
+  const rules = new RulesViewProvider(manager);
   const chat = new ChatSession(router.transport(viewOwner, manager), view, { onTurnEnd: () => void refreshStatus() });
   const native: NativeChat = new NativeChat(context, {
     transport: manager,
@@ -102,6 +108,15 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
     view.onDidChangeVisibility(() => notice.check()),
     vscode.window.onDidChangeWindowState(() => notice.check()),
+    rules,
+    vscode.window.registerTreeDataProvider(RULES_VIEW_ID, rules),
+    command('gatehouse.refreshRules', () => rules.refresh()),
+    command('gatehouse.showRules', async () => {
+      await vscode.commands.executeCommand(`${RULES_VIEW_ID}.focus`);
+      await rules.refresh();
+    }),
+    // The Rules view passes its row; the palette passes nothing.
+    command('gatehouse.removeRule', (item?: unknown) => (item === undefined ? rules.pickAndRemove() : rules.remove(item as RuleItem))),
     watchSettings(() => void manager.restartIfChanged(), log),
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     command('gatehouse.openNativeChat', () => native.open()),
@@ -117,7 +132,7 @@ export function activate(context: vscode.ExtensionContext): void {
       native.stop();
     }),
     command('gatehouse.showApproval', () => openApproval(notice.first())),
-    command(ANSWER_COMMAND, (approvalId?: unknown, decision?: unknown) => native.answer(approvalId, decision)),
+    command(ANSWER_COMMAND, (approvalId?: unknown, choice?: unknown) => native.answer(approvalId, choice)),
     command('gatehouse.restartServer', () => manager.restart()),
     command('gatehouse.showLogs', () => log.show()),
     command('gatehouse.selectModel', () => selectModel(manager, modelSetting(), quickPickUi())),

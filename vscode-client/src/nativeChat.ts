@@ -9,7 +9,7 @@
 import * as vscode from 'vscode';
 import { describeApproval } from './approvals';
 import { ChatSession, type ChatTransport } from './chatSession';
-import { NativeApprovals, NativeChatUi, type NativeStream } from './nativeChatUi';
+import { DENY_WITH_MESSAGE, NativeApprovals, NativeChatUi, type NativeStream } from './nativeChatUi';
 import type { ToolConfirmParams, ToolConfirmResult } from './protocol';
 import type { Owner, SessionRouter } from './sessionRouter';
 import type { WaitingNotice } from './waitingNotice';
@@ -114,20 +114,20 @@ export class NativeChat implements vscode.Disposable {
   }
 
   /** `gatehouse.answerApproval` (the response's buttons). */
-  async answer(approvalId: unknown, decision: unknown): Promise<void> {
+  async answer(approvalId: unknown, choice: unknown): Promise<void> {
     if (typeof approvalId !== 'string' || !this.approvals.has(approvalId)) {
       void vscode.window.showInformationMessage('Gatehouse: this approval is no longer waiting (it was answered, stopped or timed out).');
       return;
     }
-    if (decision === 'deny_with_message') {
+    if (choice === DENY_WITH_MESSAGE) {
       const message = await vscode.window.showInputBox({
         title: 'Gatehouse: deny, with a message to the model',
         prompt: 'Why, or what to do instead (the call is denied whatever you type, or if you cancel)',
       });
-      this.approvals.answer(approvalId, 'deny', message);
+      this.approvals.deny(approvalId, message);
       return;
     }
-    this.approvals.answer(approvalId, decision);
+    this.approvals.answer(approvalId, choice);
   }
 
   /** Shows VS Code's Chat view (where a waiting approval is), leaving its input alone. */

@@ -7,13 +7,15 @@
  * without telling the extension. Deny is the first button; every doubt is a denial.
  * Unit-tested without VS Code (src/nativeChat.ts is the VS Code side).
  */
-import type { ApprovalOutcome, ApprovalView, CancellationLike } from './approvals';
+import { toResult, type ApprovalOutcome, type ApprovalView, type CancellationLike } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
-import type { Decision, ToolConfirmResult } from './protocol';
-import { OUTCOME_NOTES } from './transcript';
+import type { ToolConfirmResult } from './protocol';
+import { outcomeNote } from './transcript';
 
 export const ANSWER_COMMAND = 'gatehouse.answerApproval';
 export const STOP_COMMAND = 'gatehouse.stop';
+/** The answer of the "Deny with a message…" button (the command then asks for the message). */
+export const DENY_WITH_MESSAGE = 'deny_with_message';
 /** Tool output longer than this is cut in the Chat view (the Gatehouse view shows all of it). */
 export const OUTPUT_LIMIT = 20_000;
 
@@ -62,6 +64,7 @@ export function approvalMarkdown(view: ApprovalView): string {
     fenced(view.code, view.codeLabel === 'Python code' ? 'python' : view.codeLabel === 'Command' ? 'sh' : 'json'),
     `- **Working folder:** ${escapeMarkdown(view.folder)}`,
     `- **Why you are asked:** ${escapeMarkdown(view.reason)}`,
+    ...(view.unclear === undefined ? [] : [`- **Rules cannot allow it:** it ${escapeMarkdown(view.unclear.join('; it '))}`]),
     `- **Isolation:** ${escapeMarkdown(view.isolation)}${view.weakIsolation ? ' — **below strong isolation or with the network on**' : ''}`,
     '',
     'Nothing runs until you answer. **Deny** is the default; Stop ends the turn.',
@@ -70,13 +73,20 @@ export function approvalMarkdown(view: ApprovalView): string {
   return parts.join('\n');
 }
 
-/** Deny first: it is the default of every prompt. */
-export const APPROVAL_BUTTONS: ReadonlyArray<[string, Decision | 'deny_with_message']> = [
-  ['Deny', 'deny'],
-  ['Deny with a message…', 'deny_with_message'],
-  ['Allow once', 'allow'],
-  ['Allow for this session', 'allow_session'],
-];
+/**
+ * The approval's buttons, as [title, command, arguments]: the server's choices in their order
+ * (Deny first: it is the default of every prompt), "Deny with a message…" right after Deny, then
+ * Stop.
+ */
+export function approvalButtons(view: ApprovalView, stopArgs: unknown[]): Array<[string, string, unknown[]]> {
+  const buttons: Array<[string, string, unknown[]]> = [];
+  for (const choice of view.choices) {
+    buttons.push([choice.label, ANSWER_COMMAND, [view.approvalId, choice.id]]);
+    if (choice.kind === 'deny') buttons.push(['Deny with a message…', ANSWER_COMMAND, [view.approvalId, DENY_WITH_MESSAGE]]);
+  }
+  buttons.push(['Stop', STOP_COMMAND, stopArgs]);
+  return buttons;
+}
 
 export class NativeChatUi implements ChatUi {
   private running = false;
@@ -162,12 +172,11 @@ export class NativeChatUi implements ChatUi {
   /** Writes the approval and its buttons into the response. */
   showApproval(view: ApprovalView, stopArgs: unknown[]): void {
     this.own(`\n${approvalMarkdown(view)}`);
-    for (const [title, decision] of APPROVAL_BUTTONS) this.stream.button(title, ANSWER_COMMAND, [view.approvalId, decision]);
-    this.stream.button('Stop', STOP_COMMAND, stopArgs);
+    for (const [title, command, args] of approvalButtons(view, stopArgs)) this.stream.button(title, command, args);
   }
 
-  closeApproval(outcome: ApprovalOutcome): void {
-    this.own(`\n_${OUTCOME_NOTES[outcome]}._\n`);
+  closeApproval(outcome: ApprovalOutcome, label?: string): void {
+    this.own(`\n_${escapeMarkdown(outcomeNote(outcome, label))}._\n`);
   }
 
   private flushHeld(): void {
@@ -221,9 +230,10 @@ export class NativeApprovals {
         if (this.pending.get(view.approvalId)?.resolve !== finish) return;
         this.pending.delete(view.approvalId);
         subscription.dispose();
-        const outcome: ApprovalOutcome = result === undefined ? 'withdrawn' : result.decision;
+        const chosen = result === undefined ? undefined : view.choices.find((c) => c.id === result.choice);
+        const outcome: ApprovalOutcome = result === undefined ? 'withdrawn' : (chosen?.kind ?? 'deny');
         try {
-          ui.closeApproval(outcome);
+          ui.closeApproval(outcome, chosen?.label);
         } catch {
           // The response is gone; the answer stands.
         }
@@ -240,22 +250,31 @@ export class NativeApprovals {
   }
 
   /**
-   * A button's answer. False when no such approval waits (answered, withdrawn, or never
-   * asked). Anything but allow / allow_session is a denial.
+   * A button's answer: the id of one of the approval's choices. False when no such approval waits
+   * (answered, withdrawn, or never asked). Anything but an offered choice is a denial.
    */
-  answer(approvalId: unknown, decision: unknown, message?: string): boolean {
+  answer(approvalId: unknown, choice: unknown, message?: string): boolean {
     const pending = typeof approvalId === 'string' ? this.pending.get(approvalId) : undefined;
     if (pending === undefined) return false;
-    if (decision === 'allow' || decision === 'allow_session') pending.resolve({ decision });
-    else {
-      const text = typeof message === 'string' ? message.trim() : '';
-      pending.resolve(text === '' ? { decision: 'deny' } : { decision: 'deny', message: text });
-    }
+    const answer = typeof choice === 'string' ? { choice, ...(typeof message === 'string' ? { message } : {}) } : undefined;
+    pending.resolve(toResult(answer, pending.view));
     return true;
+  }
+
+  /** Denies (with `message` for the model, if any); false when no such approval waits. */
+  deny(approvalId: string, message?: string): boolean {
+    const pending = this.pending.get(approvalId);
+    if (pending === undefined) return false;
+    const deny = pending.view.choices.find((c) => c.kind === 'deny');
+    if (deny === undefined) {
+      pending.resolve({ decision: 'deny' });
+      return true;
+    }
+    return this.answer(approvalId, deny.id, message);
   }
 
   /** Denies everything still waiting (the extension is going away). */
   denyAll(): void {
-    for (const id of [...this.pending.keys()]) this.answer(id, 'deny');
+    for (const id of [...this.pending.keys()]) this.deny(id);
   }
 }

@@ -17,6 +17,93 @@ export type StreamEvent =
 
 export interface GatehouseProtocol {}
 /**
+ * `agent/rules/add` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "AddRuleParams".
+ */
+export interface AddRuleParams {
+  /**
+   * allow, ask or deny.
+   */
+  action: 'allow' | 'ask' | 'deny';
+  /**
+   * A built-in tool's name.
+   */
+  tool: string;
+  /**
+   * As in RuleSpec.
+   */
+  pattern?: string | null;
+  /**
+   * workspace (default: a user rule for this workspace), everywhere (a user rule for every workspace) or session (a grant of sessionId).
+   */
+  scope?: 'workspace' | 'everywhere' | 'session';
+  /**
+   * The session, for scope session.
+   */
+  sessionId?: string | null;
+}
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "AddRuleResult".
+ */
+export interface AddRuleResult {
+  rule: RuleView;
+}
+/**
+ * A rule and where it came from.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RuleView".
+ */
+export interface RuleView {
+  /**
+   * allow, ask or deny.
+   */
+  action: 'allow' | 'ask' | 'deny';
+  /**
+   * The tool it is about (terminal, python, read_file, ...).
+   */
+  tool: string;
+  /**
+   * terminal: a command whose words prefix the parsed command, a final * for any further words (`pytest *`); python: the exact code; other tools: a path glob relative to the workspace (`src/**`). Absent: every call of the tool (terminal rules need one).
+   */
+  pattern?: string;
+  /**
+   * Stable id (agent/rules/remove takes it).
+   */
+  ruleId: string;
+  /**
+   * builtin, user (your rules file), workspace (.gatehouse/rules.toml) or session (a grant of this session).
+   */
+  source: 'builtin' | 'user' | 'workspace' | 'session';
+  /**
+   * Where it is written, for people.
+   */
+  where: string;
+  /**
+   * User rules: the workspace folder it applies in; absent: every.
+   */
+  scope?: string;
+  /**
+   * Session grants: the session.
+   */
+  sessionId?: string;
+  /**
+   * A rule made from an approval: the SHA-256 of the call that was approved.
+   */
+  approvedSha256?: string;
+  /**
+   * When it was made (ISO 8601), when known.
+   */
+  created?: string;
+  /**
+   * Whether agent/rules/remove can remove it.
+   */
+  removable: boolean;
+}
+/**
  * `data` of -32600 when the session is still running a turn.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -168,6 +255,44 @@ export interface ToolCallSummary {
   exitCode: number | null;
 }
 /**
+ * One answer a `toolConfirm` offers.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ChoiceView".
+ */
+export interface ChoiceView {
+  /**
+   * Send it back as the result's choice.
+   */
+  id: string;
+  /**
+   * What a button says, scope included (e.g. 'Allow `npm test *` in this session'). Holds model-written text: show it through the display rule.
+   */
+  label: string;
+  /**
+   * allow_once, allow_session (grants rule for the session), allow_always (writes rule as a user rule for this workspace) or deny.
+   */
+  kind: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
+  rule?: RuleSpec;
+}
+/**
+ * The rule the choice creates.
+ */
+export interface RuleSpec {
+  /**
+   * allow, ask or deny.
+   */
+  action: 'allow' | 'ask' | 'deny';
+  /**
+   * The tool it is about (terminal, python, read_file, ...).
+   */
+  tool: string;
+  /**
+   * terminal: a command whose words prefix the parsed command, a final * for any further words (`pytest *`); python: the exact code; other tools: a path glob relative to the workspace (`src/**`). Absent: every call of the tool (terminal rules need one).
+   */
+  pattern?: string;
+}
+/**
  * A delta of the answer (never cumulative).
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -187,6 +312,51 @@ export interface ContentEvent {
    * The new text.
    */
   text: string;
+}
+/**
+ * Who decided whether a call ran.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "DecidedByView".
+ */
+export interface DecidedByView {
+  /**
+   * rule (no prompt), person (an answer), settings (no confirm setting covers the call, or bypassPermissions) or failure (no valid answer).
+   */
+  kind: 'rule' | 'person' | 'settings' | 'failure';
+  /**
+   * SHA-256 of (tool, canonical arguments, working folder): what was decided.
+   */
+  contentSha256: string;
+  /**
+   * kind rule: the rules that decided.
+   */
+  rules?: RuleRef[];
+  /**
+   * kind person: the answer.
+   */
+  choice?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
+  /**
+   * One sentence for people.
+   */
+  detail: string;
+}
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RuleRef".
+ */
+export interface RuleRef {
+  /**
+   * The rule's id.
+   */
+  ruleId: string;
+  source: 'builtin' | 'user' | 'workspace' | 'session';
+  action: 'allow' | 'ask' | 'deny';
+  tool: string;
+  /**
+   * The rule's pattern.
+   */
+  pattern?: string;
 }
 /**
  * `data` of -32602: which params were wrong.
@@ -462,6 +632,130 @@ export interface ReasoningEvent {
    * The new text.
    */
   text: string;
+}
+/**
+ * `agent/rules/remove` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RemoveRuleParams".
+ */
+export interface RemoveRuleParams {
+  /**
+   * The id from agent/rules.
+   */
+  ruleId: string;
+}
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RemoveRuleResult".
+ */
+export interface RemoveRuleResult {
+  rule: RuleView1;
+}
+/**
+ * A rule and where it came from.
+ */
+export interface RuleView1 {
+  /**
+   * allow, ask or deny.
+   */
+  action: 'allow' | 'ask' | 'deny';
+  /**
+   * The tool it is about (terminal, python, read_file, ...).
+   */
+  tool: string;
+  /**
+   * terminal: a command whose words prefix the parsed command, a final * for any further words (`pytest *`); python: the exact code; other tools: a path glob relative to the workspace (`src/**`). Absent: every call of the tool (terminal rules need one).
+   */
+  pattern?: string;
+  /**
+   * Stable id (agent/rules/remove takes it).
+   */
+  ruleId: string;
+  /**
+   * builtin, user (your rules file), workspace (.gatehouse/rules.toml) or session (a grant of this session).
+   */
+  source: 'builtin' | 'user' | 'workspace' | 'session';
+  /**
+   * Where it is written, for people.
+   */
+  where: string;
+  /**
+   * User rules: the workspace folder it applies in; absent: every.
+   */
+  scope?: string;
+  /**
+   * Session grants: the session.
+   */
+  sessionId?: string;
+  /**
+   * A rule made from an approval: the SHA-256 of the call that was approved.
+   */
+  approvedSha256?: string;
+  /**
+   * When it was made (ISO 8601), when known.
+   */
+  created?: string;
+  /**
+   * Whether agent/rules/remove can remove it.
+   */
+  removable: boolean;
+}
+/**
+ * A rule's meaning: `{action, tool, pattern?}`.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RuleSpec".
+ */
+export interface RuleSpec1 {
+  /**
+   * allow, ask or deny.
+   */
+  action: 'allow' | 'ask' | 'deny';
+  /**
+   * The tool it is about (terminal, python, read_file, ...).
+   */
+  tool: string;
+  /**
+   * terminal: a command whose words prefix the parsed command, a final * for any further words (`pytest *`); python: the exact code; other tools: a path glob relative to the workspace (`src/**`). Absent: every call of the tool (terminal rules need one).
+   */
+  pattern?: string;
+}
+/**
+ * `agent/rules` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RulesParams".
+ */
+export interface RulesParams {
+  /**
+   * Only this session's grants (default: every session's).
+   */
+  sessionId?: string | null;
+}
+/**
+ * `agent/rules` result: every rule in force in this workspace, sources in order.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RulesResult".
+ */
+export interface RulesResult {
+  /**
+   * built-in, user, workspace, then session rules.
+   */
+  rules: RuleView[];
+  /**
+   * What was wrong in a rules file (an ignored `allow` in the workspace file, a bad pattern, invalid TOML): each such rule is not in force.
+   */
+  problems: string[];
+  /**
+   * Your rules file (None: no data folder).
+   */
+  userFile: string | null;
+  /**
+   * This workspace's rules file.
+   */
+  workspaceFile: string;
 }
 /**
  * `sandbox`: how approved code is confined.
@@ -761,6 +1055,7 @@ export interface ToolEndEvent {
    * Present when the call created or changed auto-run paths (.git, hooks, .vscode, ...): what was done about each (see docs/security.md).
    */
   protected?: ProtectedPath[];
+  decidedBy?: DecidedByView1;
 }
 /**
  * Present when code ran: the isolation it really ran under (none under bypass).
@@ -774,6 +1069,31 @@ export interface SandboxState1 {
    * Whether the code can reach the network.
    */
   network: boolean;
+}
+/**
+ * Who decided whether the call ran (a rule, a person's answer, the settings, or a failure to answer) and the SHA-256 of what was decided; absent when the call never reached the gate (invalid arguments, an unknown tool).
+ */
+export interface DecidedByView1 {
+  /**
+   * rule (no prompt), person (an answer), settings (no confirm setting covers the call, or bypassPermissions) or failure (no valid answer).
+   */
+  kind: 'rule' | 'person' | 'settings' | 'failure';
+  /**
+   * SHA-256 of (tool, canonical arguments, working folder): what was decided.
+   */
+  contentSha256: string;
+  /**
+   * kind rule: the rules that decided.
+   */
+  rules?: RuleRef[];
+  /**
+   * kind person: the answer.
+   */
+  choice?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
+  /**
+   * One sentence for people.
+   */
+  detail: string;
 }
 /**
  * `toolConfirm` params (server -> client request).
@@ -809,10 +1129,22 @@ export interface ToolConfirmParams {
     [k: string]: unknown;
   };
   /**
-   * code_execution (python/terminal under confirmCodeExecution) or all_tools (confirmToolCalls).
+   * code_execution (python/terminal under confirmCodeExecution), all_tools (confirmToolCalls) or ask_rule (an ask rule matched).
    */
-  reason: 'code_execution' | 'all_tools';
+  reason: 'code_execution' | 'all_tools' | 'ask_rule';
   sandbox: SandboxState2;
+  /**
+   * SHA-256 of (tool, canonical arguments, working folder): what an allow approves. The executor refuses anything else; a result may echo it.
+   */
+  contentSha256: string;
+  /**
+   * The answers to offer, Deny first, labels saying their scope. A client that ignores them answers with decision alone (allow_session then grants the allow_session choice's rule, or allows once when there is none).
+   */
+  choices: ChoiceView[];
+  /**
+   * terminal: why rules could not allow this command (e.g. 'runs a command substitution'), for the person.
+   */
+  unclear?: string[];
 }
 /**
  * The isolation the call would run under.
@@ -847,4 +1179,12 @@ export interface ToolConfirmResult {
    * Optional echo of the request's approvalId; when present it must match.
    */
   approvalId?: string | null;
+  /**
+   * The id of the chosen choice; its kind must agree with decision (deny: deny; allow_once and allow_always: allow; allow_session: allow_session), or the call does not run.
+   */
+  choice?: string | null;
+  /**
+   * Optional echo of the request's contentSha256; when present it must match.
+   */
+  contentSha256?: string | null;
 }

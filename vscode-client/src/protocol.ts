@@ -24,6 +24,8 @@ export const Methods = {
   cancel: 'agent/cancel',
   status: 'agent/status',
   models: 'agent/models',
+  rules: 'agent/rules',
+  removeRule: 'agent/rules/remove',
   stream: 'agent/stream',
   toolConfirm: 'toolConfirm',
 } as const;

@@ -42,8 +42,10 @@ export interface ToolItem {
   approval?: ApprovalView;
   /** The id of the last approval asked for this call. */
   approvalId?: string;
-  /** What became of the last approval ("Allowed", "Denied", ...). */
+  /** What became of the last approval ("Allowed once", "You chose: Allow `npm test *` in this session", ...). */
   approvalNote?: string;
+  /** How the last approval ended: a choice's kind, or withdrawn. */
+  approvalOutcome?: ApprovalOutcome;
 }
 /** An approval whose tool card is not in the transcript (e.g. a session left by New Session). */
 export interface ApprovalItem {
@@ -51,6 +53,7 @@ export interface ApprovalItem {
   approval?: ApprovalView;
   approvalId: string;
   approvalNote?: string;
+  approvalOutcome?: ApprovalOutcome;
 }
 export type TurnItem = TextItem | ReasoningItem | PreviewItem | ToolItem | ApprovalItem;
 
@@ -90,7 +93,7 @@ export type ToView =
   | { type: 'error'; text: string }
   | { type: 'endTurn'; note: string }
   | { type: 'approval'; view: ApprovalView }
-  | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome }
+  | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome; label?: string }
   | { type: 'reveal'; approvalId: string };
 
 /** What one message changed, for a renderer that updates only that. */
@@ -105,11 +108,18 @@ export type Change =
   | { kind: 'chrome' };
 
 export const OUTCOME_NOTES: Readonly<Record<ApprovalOutcome, string>> = {
-  allow: 'Allowed',
+  allow_once: 'Allowed once',
   allow_session: 'Allowed for this session',
+  allow_always: 'Always allowed in this workspace',
   deny: 'Denied',
   withdrawn: 'Approval withdrawn',
 };
+
+/** The note an answered approval leaves: a scoped choice says what it allowed. */
+export function outcomeNote(outcome: ApprovalOutcome, label?: string): string {
+  const scoped = outcome === 'allow_session' || outcome === 'allow_always';
+  return scoped && label !== undefined && label !== '' ? `You chose: ${label}` : OUTCOME_NOTES[outcome];
+}
 
 export function emptyState(): TranscriptState {
   return { entries: [], running: false, status: '', error: '' };
@@ -210,7 +220,7 @@ export class Transcript {
       case 'approval':
         return this.addApproval(message.view);
       case 'closeApproval':
-        return this.closeApproval(message.approvalId, message.outcome);
+        return this.closeApproval(message.approvalId, message.outcome, message.label);
       case 'reveal':
         return [];
       default:
@@ -356,6 +366,7 @@ export class Transcript {
       item.approvalId = view.approvalId;
       item.status = 'awaiting approval';
       delete item.approvalNote;
+      delete item.approvalOutcome;
       return [{ kind: 'itemChanged', entry: at[0], item: at[1] }];
     }
     const changes: Change[] = [];
@@ -369,14 +380,15 @@ export class Transcript {
     return changes;
   }
 
-  private closeApproval(approvalId: string, outcome: ApprovalOutcome): Change[] {
+  private closeApproval(approvalId: string, outcome: ApprovalOutcome, label: string | undefined): Change[] {
     const at = this.findItem((i) => (i.kind === 'tool' || i.kind === 'approval') && i.approval?.approvalId === approvalId);
     if (at === undefined) return [];
     const item = this.item(at) as ToolItem | ApprovalItem;
     delete item.approval;
-    item.approvalNote = OUTCOME_NOTES[outcome];
+    item.approvalNote = outcomeNote(outcome, label);
+    item.approvalOutcome = outcome;
     if (item.kind === 'tool' && !item.final) {
-      if (outcome === 'allow' || outcome === 'allow_session') item.status = 'running';
+      if (outcome === 'allow_once' || outcome === 'allow_session' || outcome === 'allow_always') item.status = 'running';
       else if (outcome === 'withdrawn') item.status = 'withdrawn';
     }
     return [{ kind: 'itemChanged', entry: at[0], item: at[1] }];

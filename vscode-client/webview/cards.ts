@@ -6,8 +6,17 @@ import type { ApprovalView } from '../src/approvals';
 import type { ToolItem } from '../src/transcript';
 
 export interface ApprovalPoster {
-  approve(approvalId: string, decision: 'allow' | 'allow_session' | 'deny', message: string): void;
+  /** `choice` is the id of one of the view's choices. */
+  approve(approvalId: string, choice: string, message: string): void;
 }
+
+/** The button class of each kind of choice (the e2e tests and the CSS use them). */
+const CHOICE_CLASSES: Readonly<Record<string, string>> = {
+  deny: 'deny',
+  allow_once: 'approve-once',
+  allow_session: 'approve-session',
+  allow_always: 'approve-always',
+};
 
 export function el(doc: Document, tag: string, className?: string | null, text?: string | null): HTMLElement {
   const node = doc.createElement(tag);
@@ -42,28 +51,35 @@ export function approvalCard(doc: Document, view: ApprovalView, poster: Approval
   message.placeholder = 'Optional message to the model (sent with Deny)';
   message.setAttribute('aria-label', 'Message to the model');
   const buttons = el(doc, 'div', 'approval-buttons');
-  const once = el(doc, 'button', 'approve-once', 'Allow once') as HTMLButtonElement;
-  const session = el(doc, 'button', 'approve-session', 'Allow for this session') as HTMLButtonElement;
-  const deny = el(doc, 'button', 'deny', 'Deny') as HTMLButtonElement;
-  for (const b of [once, session, deny]) b.type = 'button';
-  buttons.append(deny, once, session); // Deny first: it is the default of every prompt
+  // One button per choice the server offers, Deny first (describeApproval orders them so): it
+  // is the default of every prompt. Labels say the scope ("Allow `npm test *` in this session").
+  const all: HTMLButtonElement[] = [];
+  const answer = (choice: string): void => {
+    for (const b of all) b.disabled = true;
+    poster.approve(view.approvalId, choice, message.value);
+  };
+  for (const choice of view.choices) {
+    const button = el(doc, 'button', CHOICE_CLASSES[choice.kind] ?? 'approve-other', choice.label) as HTMLButtonElement;
+    button.type = 'button';
+    button.setAttribute('data-choice-id', choice.id);
+    button.setAttribute('data-choice-kind', choice.kind);
+    button.addEventListener('click', () => answer(choice.id));
+    all.push(button);
+    buttons.append(button);
+  }
   card.append(title, label);
   if (view.hiddenWarning) card.append(el(doc, 'div', 'approval-warning', view.hiddenWarning));
+  if (view.unclear !== undefined && view.unclear.length > 0) {
+    card.append(el(doc, 'div', 'approval-unclear', `Rules cannot allow this command: it ${view.unclear.join('; it ')}.`));
+  }
   card.append(code, dl, message, buttons);
-
-  const answer = (decision: 'allow' | 'allow_session' | 'deny'): void => {
-    for (const b of [once, session, deny]) b.disabled = true;
-    poster.approve(view.approvalId, decision, message.value);
-  };
-  once.addEventListener('click', () => answer('allow'));
-  session.addEventListener('click', () => answer('allow_session'));
-  deny.addEventListener('click', () => answer('deny'));
   return card;
 }
 
-function approvalNote(doc: Document, approvalId: string, text: string): HTMLElement {
+function approvalNote(doc: Document, approvalId: string, text: string, outcome: string | undefined): HTMLElement {
   const note = el(doc, 'div', 'approval-note', text);
   note.setAttribute('data-approval-id', approvalId);
+  if (outcome !== undefined) note.setAttribute('data-outcome', outcome);
   return note;
 }
 
@@ -79,6 +95,7 @@ export function syncApproval(
   view: ApprovalView | undefined,
   note: string | undefined,
   poster: ApprovalPoster,
+  outcome?: string,
 ): void {
   const card = host.querySelector(':scope > .approval-card');
   if (view !== undefined) {
@@ -92,7 +109,7 @@ export function syncApproval(
   if (note !== undefined && approvalId !== undefined) {
     const existing = host.querySelector(':scope > .approval-note');
     if (existing?.textContent === note) return;
-    const fresh = approvalNote(doc, approvalId, note);
+    const fresh = approvalNote(doc, approvalId, note, outcome);
     if (card) card.replaceWith(fresh);
     else if (existing) existing.replaceWith(fresh);
     else host.insertBefore(fresh, before);
@@ -132,7 +149,7 @@ export function updateToolCard(doc: Document, card: HTMLElement, item: ToolItem,
       output.textContent = item.output;
     }
   }
-  syncApproval(doc, card, output, item.approvalId, item.approval, item.approvalNote, poster);
+  syncApproval(doc, card, output, item.approvalId, item.approval, item.approvalNote, poster, item.approvalOutcome);
   if (item.end !== undefined && card.dataset.final !== 'true') {
     card.dataset.final = 'true';
     const meta: string[] = [];

@@ -15,7 +15,7 @@ export type FromView =
   | { type: 'send'; prompt: string }
   | { type: 'stop' }
   | { type: 'newSession' }
-  | { type: 'approve'; approvalId: string; decision: 'allow' | 'allow_session' | 'deny'; message: string }
+  | { type: 'approve'; approvalId: string; choice: string; message: string }
   | { type: 'openLink'; href: string }
   | { type: 'copy'; text: string }
   | { type: 'insert'; text: string };
@@ -61,7 +61,7 @@ export class ChatView {
       copy: (text) => poster.postMessage({ type: 'copy', text }),
       insert: (text) => poster.postMessage({ type: 'insert', text }),
     });
-    this.approvals = { approve: (approvalId, decision, message) => poster.postMessage({ type: 'approve', approvalId, decision, message }) };
+    this.approvals = { approve: (approvalId, choice, message) => poster.postMessage({ type: 'approve', approvalId, choice, message }) };
     const openLink = (event: MouseEvent): void => {
       const link = (event.target as Element | null)?.closest?.('a');
       if (!link) return;
@@ -208,7 +208,7 @@ export class ChatView {
         return { el: toolCard(this.doc, item, this.approvals), kind: item.kind };
       case 'approval': {
         const box = el(this.doc, 'div', 'orphan-approval');
-        syncApproval(this.doc, box, null, item.approvalId, item.approval, item.approvalNote, this.approvals);
+        syncApproval(this.doc, box, null, item.approvalId, item.approval, item.approvalNote, this.approvals, item.approvalOutcome);
         return { el: box, kind: item.kind };
       }
     }
@@ -248,7 +248,7 @@ export class ChatView {
         updateToolCard(this.doc, node.el, item, this.approvals);
         break;
       case 'approval':
-        syncApproval(this.doc, node.el, null, item.approvalId, item.approval, item.approvalNote, this.approvals);
+        syncApproval(this.doc, node.el, null, item.approvalId, item.approval, item.approvalNote, this.approvals, item.approvalOutcome);
         break;
     }
   }

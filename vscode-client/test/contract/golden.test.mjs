@@ -25,7 +25,7 @@ const TRANSCRIPTS = path.join(REPO_ROOT, 'tests', 'golden', 'transcripts');
 const READ_TIMEOUT_MS = 20_000;
 const QUIET_MS = 300;
 const MERGEABLE = new Set(['content', 'reasoning', 'tool_output', 'tool_args']);
-const PLACEHOLDER = /<(session|call|approval|request):(\d+)>|<workspace>|<level>|<any>/g;
+const PLACEHOLDER = /<(session|call|approval|request|content|rule):(\d+)>|<workspace>|<level>|<any>/g;
 const LEVELS = ['strong', 'standard', 'limits-only', 'none'];
 
 const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -158,7 +158,12 @@ async function replay(transcript) {
   const child = spawn(
     PYTHON,
     ['-P', '-m', 'server', '--backend', 'scripted', '--script', script, '--workspace', workspace, '--log-level', 'WARNING'],
-    { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+    {
+      cwd: REPO_ROOT,
+      stdio: ['pipe', 'pipe', 'inherit'],
+      // a data folder of its own: rules remembered by a flow never reach the user's
+      env: { ...process.env, PYTHONUNBUFFERED: '1', GATEHOUSE_DATA_DIR: path.join(tmp, 'data') },
+    },
   );
   const writer = new StreamMessageWriter(child.stdin);
   const inbox = new Inbox(new StreamMessageReader(child.stdout));

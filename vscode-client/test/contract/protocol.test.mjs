@@ -134,7 +134,7 @@ async function startServer(t, { turns, options = {}, onConfirm }) {
   const child = spawn(PYTHON, ['-P', '-m', 'server'], {
     cwd: REPO_ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    env: { ...process.env, PYTHONUNBUFFERED: '1', GATEHOUSE_DATA_DIR: path.join(tmp, 'data') },
   });
   let stderr = '';
   child.stderr.setEncoding('utf8');
@@ -355,10 +355,15 @@ describe('Gatehouse protocol over stdio, as the VS Code client speaks it', { con
     assert.ok(result.text.endsWith("OK, I won't."), result.text);
   });
 
-  test('(4) allow for session: a second terminal call in the session runs without asking', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  test('(4) allow for session: a second call the granted rule allows runs without asking', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+    // `touch one.txt` proposes `touch *`; the grant is that rule, not the terminal tool.
+    const plainTouch = (file) => toolCall('terminal', { command: `touch ${file}` });
     const peer = await startServer(t, {
-      turns: [`First. ${touch('one.txt')}`, 'One done.', `Second. ${touch('two.txt')}`, 'Two done.'],
-      onConfirm: () => ({ decision: 'allow_session' }),
+      turns: [`First. ${plainTouch('one.txt')}`, 'One done.', `Second. ${plainTouch('two.txt')}`, 'Two done.'],
+      onConfirm: (params) => {
+        assert.equal(params.choices.find((c) => c.kind === 'allow_session').rule.pattern, 'touch *');
+        return { decision: 'allow_session' };
+      },
     });
 
     const first = await peer.chat({ prompt: 'one' });

@@ -38,6 +38,13 @@ const SCRIPT = {
     // (e) a command that hides terminal escapes: shown written out, with a warning; denied.
     `Just listing.\n${call('touch hidden_ran.txt #\u001b[2K\u001b[1G  $ ls -la')}`,
     'Understood: nothing ran.',
+    // (f) Always allow: a rule is made, the next note runs unasked, removing the rule asks again.
+    `I will write a note.\n${call('echo NOTE-1 >> notes.txt')}`,
+    'Noted.',
+    `Another note.\n${call('echo NOTE-2 >> notes.txt')}`,
+    'Noted again.',
+    `A third note.\n${call('echo NOTE-3 >> notes.txt')}`,
+    'Understood: the third note was not written.',
     // (m) markdown with a code block.
     { text: MARKDOWN, chunkDelayMs: 20 },
     // (w) an approval while the view is hidden: slow enough to switch away first.
@@ -263,7 +270,7 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
       return JSON.stringify(await turnOrder()) === JSON.stringify(ORDER);
     }, { timeout: 30000 });
     assert.deepEqual(await turnOrder(), ORDER);
-    assert.equal(await text('.tool-card .approval-note'), 'Allowed');
+    assert.equal(await text('.tool-card .approval-note'), 'Allowed once');
     await screenshot(page, 'e2e-b3-after-reload');
   });
 
@@ -301,6 +308,54 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
       { timeout: 20000 });
     await turnEnded();
     assert.equal(onDisk('hidden_ran.txt'), false, 'hidden_ran.txt must never appear');
+  });
+
+  scenario('f: Always allow makes a rule; the Rules view lists it and removes it', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('Write a note');
+    const card = await approvalCard();
+    const labels = (await card.locator('.approval-buttons button').allTextContents()).map((t) => t.trim());
+    assert.deepEqual(labels, [
+      'Deny',
+      'Allow once',
+      'Allow `echo *` in this session',
+      'Always allow `echo *` in this workspace',
+    ], 'the scoped choices, Deny first');
+    await screenshot(page, 'e2e-f1-scoped-choices');
+    await card.locator('button.approve-always').click();
+    await waitFor('the first note on disk', () => onDisk('notes.txt'), { timeout: 20000 });
+    await turnEnded();
+    assert.match(await text('.approval-note'), /Always allow `echo \*` in this workspace/);
+
+    // The rule is in the Rules view, with where it came from.
+    await runCommand(page, 'Gatehouse: Show Rules');
+    const row = page.locator('.monaco-list-row', { hasText: 'allow terminal `echo *`' });
+    await waitFor('the rule in the Rules view', () => row.first().isVisible(), { timeout: 20000 });
+    assert.match(await row.first().textContent(), /yours · this workspace/);
+    await screenshot(page, 'e2e-f2-rules-view-lists-the-rule');
+
+    // The rule answers the next prompt: the second note is written without a card.
+    await startNewSession();
+    await send('Write another note');
+    await waitFor('the second note on disk', () => fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8').includes('NOTE-2'),
+      { timeout: 20000 });
+    await turnEnded();
+    assert.equal(await f.locator('.approval-card').count(), 0, 'no card: the rule allowed it');
+    assert.equal(await text('.tool-card .tool-status'), 'completed');
+
+    // Removed from the view (its inline remove button), the prompt comes back.
+    await row.first().hover();
+    await row.first().locator('.action-label[aria-label*="Remove a Rule"]').click();
+    await waitFor('the rule to leave the Rules view', async () => await row.count() === 0, { timeout: 20000 });
+    await screenshot(page, 'e2e-f3-rule-removed');
+    await startNewSession();
+    await send('Write a third note');
+    const again = await approvalCard();
+    await screenshot(page, 'e2e-f4-asked-again');
+    await again.locator('button.deny').click();
+    await turnEnded();
+    assert.doesNotMatch(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), /NOTE-3/);
   });
 
   scenario('m: markdown with a code block renders, and Copy and Insert at cursor work', async () => {
@@ -454,7 +509,11 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     assert.match(shown, /Working folder/);
     assert.match(shown, /Why you are asked/);
     assert.match(shown, /Isolation/);
-    assert.deepEqual(await responseButtons(page), ['Deny', 'Deny with a message…', 'Allow once', 'Allow for this session', 'Stop']);
+    // The server's choices, Deny first, then Stop.
+    const buttons = await responseButtons(page);
+    assert.deepEqual(buttons.slice(0, 3), ['Deny', 'Deny with a message…', 'Allow once']);
+    assert.equal(buttons.at(-1), 'Stop');
+    assert.ok(buttons.some((b) => /in this session/.test(b)), `a scoped choice: ${buttons.join(' | ')}`);
     assert.equal(await page.locator('.chat-confirmation-widget-buttons').count(), 0, 'VS Code\'s own tool confirmation is never the gate');
     assert.equal(onDisk(file), false, 'nothing may run before the approval');
   }

@@ -93,7 +93,7 @@ test('a turn with an approved command: card, live output, tool end, streamed ans
   assert.equal(card!.view.code, 'echo hello-from-gatehouse');
   assert.equal(card!.view.tool, 'terminal');
   assert.equal(ui.tools.size, 1);
-  card!.answer.resolve({ decision: 'allow' });
+  card!.answer.resolve({ choice: 'allow_once' });
   await turn;
   const [tool] = [...ui.tools.values()];
   assert.equal(tool!.start.awaitingConfirmation, true);
@@ -101,7 +101,7 @@ test('a turn with an approved command: card, live output, tool end, streamed ans
   assert.match(tool!.output + (tool!.end?.result ?? ''), /hello-from-gatehouse/);
   assert.equal(ui.content, 'Let me look. It printed hello.');
   assert.equal(ui.error, '');
-  assert.equal(approvals.closed.at(-1)?.[1], 'allow');
+  assert.equal(approvals.closed.at(-1)?.[1], 'allow_once');
 });
 
 test('an unanswered approval is withdrawn: the card closes and nothing runs', { skip }, async () => {

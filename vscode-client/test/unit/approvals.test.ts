@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { askApproval, describeApproval, modalText, toResult } from '../../src/approvals';
-import type { ToolConfirmParams } from '../../src/protocol';
+import type { ChoiceView, ToolConfirmParams, ToolConfirmResult } from '../../src/protocol';
 import { FakeApprovalUi, FakeToken, tick } from './fakes';
+
+const SHA = 'ab'.repeat(32);
+const rule = { action: 'allow' as const, tool: 'terminal', pattern: 'rm -rf build' };
+const CHOICES: ChoiceView[] = [
+  { id: 'deny', label: 'Deny', kind: 'deny' },
+  { id: 'allow_once', label: 'Allow once', kind: 'allow_once' },
+  { id: 'allow_session', label: 'Allow `rm -rf build` in this session', kind: 'allow_session', rule },
+  { id: 'allow_always', label: 'Always allow `rm -rf build` in this workspace', kind: 'allow_always', rule },
+];
 
 const params = (extra: Partial<ToolConfirmParams> = {}): ToolConfirmParams => ({
   sessionId: 's_1',
@@ -13,8 +22,17 @@ const params = (extra: Partial<ToolConfirmParams> = {}): ToolConfirmParams => ({
   arguments: { command: 'rm -rf build' },
   reason: 'code_execution',
   sandbox: { level: 'strong', network: false },
+  contentSha256: SHA,
+  choices: CHOICES,
   ...extra,
 });
+
+/** What the server gets for a choice of approval A1 (or another). */
+const result = (choice: string, approvalId = 'A1', message?: string): ToolConfirmResult => {
+  const kind = CHOICES.find((c) => c.id === choice)!.kind;
+  const decision = kind === 'deny' ? 'deny' : kind === 'allow_session' ? 'allow_session' : 'allow';
+  return { decision, choice, approvalId, contentSha256: SHA, ...(message === undefined ? {} : { message }) };
+};
 
 test('the card shows everything needed to decide', () => {
   const view = describeApproval(params(), '/ws');
@@ -49,26 +67,44 @@ test('the modal says when it cannot show all the code, and where to read it', ()
   assert.match(long.detail, /chat view/);
 });
 
-test('visible view: the card answer is the decision, and the card closes', async () => {
+test('the card offers the scoped choices, Deny first, and says why rules could not allow it', () => {
+  const shuffled = [CHOICES[2]!, CHOICES[0]!, CHOICES[1]!, CHOICES[3]!];
+  const view = describeApproval(params({ choices: shuffled, unclear: ['runs a command substitution ($( ) or backquotes)'] }), '/ws');
+  assert.deepEqual(view.choices.map((c) => c.label), [
+    'Deny',
+    'Allow `rm -rf build` in this session',
+    'Allow once',
+    'Always allow `rm -rf build` in this workspace',
+  ]);
+  assert.deepEqual(view.unclear, ['runs a command substitution ($( ) or backquotes)']);
+  assert.match(modalText(view).detail, /Rules cannot allow it: it runs a command substitution/);
+  const bidi = describeApproval(params({ choices: [{ id: 'allow_session', label: 'Allow `x\u202e` in this session', kind: 'allow_session' }] }), '/ws');
+  assert.deepEqual(bidi.choices.map((c) => c.label), ['Deny', 'Allow `x<U+202E>` in this session'], 'labels through the display rule; Deny added');
+});
+
+test('visible view: the chosen choice is answered with its decision, bound to the content', async () => {
   const ui = new FakeApprovalUi(true);
   const pending = askApproval(params(), new FakeToken(), ui, '/ws');
-  ui.card('A1').answer.resolve({ decision: 'allow' });
-  assert.deepEqual(await pending, { decision: 'allow' });
-  assert.deepEqual(ui.closed, [['A1', 'allow']]);
+  ui.card('A1').answer.resolve({ choice: 'allow_once' });
+  assert.deepEqual(await pending, result('allow_once'));
+  assert.deepEqual(ui.closed, [['A1', 'allow_once']]);
   assert.equal(ui.modals.length, 0);
 });
 
-test('allow_session maps through; a message is sent only with deny', async () => {
+test('each scope maps to its decision; a message is sent only with deny', async () => {
   const ui = new FakeApprovalUi(true);
   const session = askApproval(params(), new FakeToken(), ui, '/ws');
-  ui.card('A1').answer.resolve({ decision: 'allow_session', message: 'ignored' });
-  assert.deepEqual(await session, { decision: 'allow_session' });
+  ui.card('A1').answer.resolve({ choice: 'allow_session', message: 'ignored' });
+  assert.deepEqual(await session, result('allow_session'));
+  const always = askApproval(params({ approvalId: 'A4' }), new FakeToken(), ui, '/ws');
+  ui.card('A4').answer.resolve({ choice: 'allow_always' });
+  assert.deepEqual(await always, result('allow_always', 'A4'));
   const deny = askApproval(params({ approvalId: 'A2' }), new FakeToken(), ui, '/ws');
-  ui.card('A2').answer.resolve({ decision: 'deny', message: '  use git clean instead ' });
-  assert.deepEqual(await deny, { decision: 'deny', message: 'use git clean instead' });
+  ui.card('A2').answer.resolve({ choice: 'deny', message: '  use git clean instead ' });
+  assert.deepEqual(await deny, result('deny', 'A2', 'use git clean instead'));
   const bare = askApproval(params({ approvalId: 'A3' }), new FakeToken(), ui, '/ws');
-  ui.card('A3').answer.resolve({ decision: 'deny', message: '   ' });
-  assert.deepEqual(await bare, { decision: 'deny' });
+  ui.card('A3').answer.resolve({ choice: 'deny', message: '   ' });
+  assert.deepEqual(await bare, result('deny', 'A3'));
 });
 
 test('hidden view: a modal asks too, and its answer wins and closes the card', async () => {
@@ -77,7 +113,7 @@ test('hidden view: a modal asks too, and its answer wins and closes the card', a
   assert.equal(ui.modals.length, 1);
   assert.ok(ui.cards.has('A1'), 'the card waits in the view as well');
   ui.modals[0]!.answer.resolve('allow_session');
-  assert.deepEqual(await pending, { decision: 'allow_session' });
+  assert.deepEqual(await pending, result('allow_session'));
   assert.deepEqual(ui.closed, [['A1', 'allow_session']]);
 });
 
@@ -96,9 +132,9 @@ test('the view hidden while the card waits: a modal asks, once', async () => {
   ui.setVisible(true);
   ui.setVisible(false);
   assert.equal(ui.modals.length, 1);
-  ui.card('A1').answer.resolve({ decision: 'deny' });
-  assert.deepEqual(await pending, { decision: 'deny' });
-  ui.modals[0]!.answer.resolve('allow');
+  ui.card('A1').answer.resolve({ choice: 'deny' });
+  assert.deepEqual(await pending, result('deny'));
+  ui.modals[0]!.answer.resolve('allow_once');
   await tick();
   assert.deepEqual(ui.closed, [['A1', 'deny']], 'the late modal answer changes nothing');
 });
@@ -119,7 +155,7 @@ test('withdrawal while the modal is open: the late modal answer is ignored', asy
   const pending = askApproval(params(), token, ui, '/ws');
   token.cancel();
   assert.equal(await pending, undefined);
-  ui.modals[0]!.answer.resolve('allow');
+  ui.modals[0]!.answer.resolve('allow_once');
   await tick();
   assert.deepEqual(ui.closed, [['A1', 'withdrawn']]);
 });
@@ -144,7 +180,7 @@ test('fail closed: a UI that throws, rejects, or answers nonsense means deny', a
 
   const nonsense = new FakeApprovalUi(true);
   const odd = askApproval(params(), new FakeToken(), nonsense, '/ws');
-  nonsense.card('A1').answer.resolve({ decision: 'yes please' as never });
+  nonsense.card('A1').answer.resolve({ choice: 'allow_forever' });
   assert.deepEqual(await odd, { decision: 'deny' });
 
   const logs: string[] = [];
@@ -153,10 +189,17 @@ test('fail closed: a UI that throws, rejects, or answers nonsense means deny', a
   assert.equal(logs.length, 1);
 });
 
-test('toResult', () => {
-  assert.deepEqual(toResult({ decision: 'allow', message: 'x' }), { decision: 'allow' });
-  assert.deepEqual(toResult(undefined), { decision: 'deny' });
-  assert.deepEqual(toResult(null), { decision: 'deny' });
+test('toResult: only an offered choice allows anything', () => {
+  const view = describeApproval(params(), '/ws');
+  assert.deepEqual(toResult({ choice: 'allow_once', message: 'x' }, view), result('allow_once'));
+  assert.deepEqual(toResult({ choice: 'allow_session' }, describeApproval(params({ choices: [] }), '/ws')), { decision: 'deny' });
+  assert.deepEqual(toResult(undefined, view), { decision: 'deny' });
+  assert.deepEqual(toResult(null, view), { decision: 'deny' });
+});
+
+test('a server that sends no choices gets Deny and Allow once', () => {
+  const view = describeApproval({ ...params(), choices: undefined as never }, '/ws');
+  assert.deepEqual(view.choices.map((c) => c.kind), ['deny', 'allow_once']);
 });
 
 test('a command hiding escape codes or bidi controls is shown escaped, with a warning, on the card and in the modal', () => {

@@ -9,6 +9,12 @@ import { chatView, domWindow } from './dom';
 const approval: ApprovalView = {
   approvalId: 'A1', toolCallId: 'c1', sessionId: 's', tool: 'terminal', codeLabel: 'Command', code: 'touch allowed.txt',
   folder: '/ws', reason: 'It runs code', isolation: 'strong · network off', weakIsolation: false,
+  choices: [
+    { id: 'deny', label: 'Deny', kind: 'deny' },
+    { id: 'allow_once', label: 'Allow once', kind: 'allow_once' },
+    { id: 'c_always', label: 'Always allow `touch *` in this workspace', kind: 'allow_always' },
+  ],
+  unclear: ['runs a command substitution'],
 };
 const TURN: ToView[] = [
   { type: 'user', text: 'Create allowed.txt' },
@@ -19,7 +25,7 @@ const TURN: ToView[] = [
   { type: 'approval', view: approval },
 ];
 const AFTER: ToView[] = [
-  { type: 'closeApproval', approvalId: 'A1', outcome: 'allow' },
+  { type: 'closeApproval', approvalId: 'A1', outcome: 'allow_once' },
   { type: 'toolEnd', end: { id: 'c1', status: 'completed', exitCode: 0, result: '' } },
   { type: 'content', text: 'Done: `allowed.txt` ' },
   { type: 'content', text: 'was created.' },
@@ -41,13 +47,18 @@ test('the chat view shows text, the tool card, then the text written after it, a
   assert.equal(transcript.querySelector('.content strong')?.textContent, 'create');
   const card = transcript.querySelector('.tool-card .approval-card');
   assert.ok(card, 'the approval card sits in its tool card');
+  // The server's choices, Deny first, each button carrying its choice.
+  assert.deepEqual(Array.from(card.querySelectorAll('.approval-buttons button')).map((b) => [b.className, b.textContent]),
+    [['deny', 'Deny'], ['approve-once', 'Allow once'], ['approve-always', 'Always allow `touch *` in this workspace']]);
+  assert.match(card.querySelector('.approval-unclear')?.textContent ?? '', /Rules cannot allow this command: it runs a command substitution/);
   (card.querySelector('textarea.approval-message') as HTMLTextAreaElement).value = 'typed';
   (card.querySelector('button.approve-once') as HTMLButtonElement).click();
-  assert.deepEqual(posted.at(-1), { type: 'approve', approvalId: 'A1', decision: 'allow', message: 'typed' });
+  assert.deepEqual(posted.at(-1), { type: 'approve', approvalId: 'A1', choice: 'allow_once', message: 'typed' });
   for (const m of AFTER) view.handle(m);
   view.flush();
   assert.deepEqual(order(transcript), ['text:I will create the file.', 'tool:completed', 'text:Done: allowed.txt was created.']);
-  assert.equal(transcript.querySelector('.tool-card .approval-note')?.textContent, 'Allowed');
+  assert.equal(transcript.querySelector('.tool-card .approval-note')?.textContent, 'Allowed once');
+  assert.equal(transcript.querySelector('.tool-card .approval-note')?.getAttribute('data-outcome'), 'allow_once');
   assert.equal(transcript.querySelectorAll('.content')[1]?.querySelector('code')?.textContent, 'allowed.txt');
 });
 
@@ -58,7 +69,7 @@ test('a reloaded view (a snapshot from the host) shows the same turn in the same
   view.handle({ type: 'snapshot', state: host.snapshot() });
   assert.deepEqual(order(transcript), ['text:I will create the file.', 'tool:completed', 'text:Done: allowed.txt was created.']);
   assert.equal(transcript.querySelector('.message.user')?.textContent, 'Create allowed.txt');
-  assert.equal(transcript.querySelector('.approval-note')?.textContent, 'Allowed');
+  assert.equal(transcript.querySelector('.approval-note')?.textContent, 'Allowed once');
 });
 
 test('a half-typed message on a waiting card survives the tool\'s output streaming in', () => {

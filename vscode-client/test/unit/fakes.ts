@@ -1,7 +1,7 @@
 /** Recording fakes of the small UI and transport interfaces the glue modules take. */
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, CancellationLike, Disposable } from '../../src/approvals';
 import type { ChatTransport, ChatUi, ToolEndView, ToolStartView } from '../../src/chatSession';
-import type { CancelResult, ChatParams, ChatResult, Decision } from '../../src/protocol';
+import type { CancelResult, ChatParams, ChatResult } from '../../src/protocol';
 
 export type Call = [string, ...unknown[]];
 
@@ -114,7 +114,7 @@ export class FakeApprovalUi implements ApprovalUi {
   visible: boolean;
   cards = new Map<string, { view: ApprovalView; answer: ReturnType<typeof deferred<ApprovalAnswer>> }>();
   closed: Array<[string, ApprovalOutcome]> = [];
-  modals: Array<{ view: ApprovalView; answer: ReturnType<typeof deferred<Decision | undefined>> }> = [];
+  modals: Array<{ view: ApprovalView; answer: ReturnType<typeof deferred<string | undefined>> }> = [];
   failCard = false;
   private listeners: Array<(visible: boolean) => void> = [];
 
@@ -142,8 +142,8 @@ export class FakeApprovalUi implements ApprovalUi {
     this.cards.delete(approvalId);
     this.closed.push([approvalId, outcome]);
   }
-  showModal(view: ApprovalView): Promise<Decision | undefined> {
-    const answer = deferred<Decision | undefined>();
+  showModal(view: ApprovalView): Promise<string | undefined> {
+    const answer = deferred<string | undefined>();
     this.modals.push({ view, answer });
     return answer.promise;
   }

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { describeApproval } from '../../src/approvals';
 import { ChatSession } from '../../src/chatSession';
 import {
-  ANSWER_COMMAND, NativeApprovals, NativeChatUi, STOP_COMMAND, approvalMarkdown, fenced, openFence, type NativeStream,
+  ANSWER_COMMAND, DENY_WITH_MESSAGE, NativeApprovals, NativeChatUi, STOP_COMMAND, approvalMarkdown, fenced, openFence, type NativeStream,
 } from '../../src/nativeChatUi';
 import type { StreamEvent, ToolConfirmParams } from '../../src/protocol';
 import { FakeToken, FakeTransport, tick } from './fakes';
@@ -26,9 +26,15 @@ class FakeStream implements NativeStream {
   }
 }
 
+const CHOICES = [
+  { id: 'allow_once', label: 'Allow once', kind: 'allow_once' as const },
+  { id: 'ch_s', label: 'Allow `touch *` in this session', kind: 'allow_session' as const },
+  { id: 'deny', label: 'Deny', kind: 'deny' as const },
+];
 const params = (extra: Partial<ToolConfirmParams> = {}): ToolConfirmParams => ({
   sessionId: 's_1', turnId: 's_1:1', toolCallId: 'c1', approvalId: 'A1', name: 'terminal',
-  arguments: { command: 'touch allowed.txt' }, reason: 'code_execution', sandbox: { level: 'standard', network: false }, ...extra,
+  arguments: { command: 'touch allowed.txt' }, reason: 'code_execution', sandbox: { level: 'standard', network: false },
+  contentSha256: 'abc', choices: CHOICES, ...extra,
 });
 const ev = (e: Record<string, unknown>): StreamEvent => ({ sessionId: 's_1', turnId: 's_1:1', ...e }) as unknown as StreamEvent;
 
@@ -67,28 +73,35 @@ test('the approval in the Chat view shows everything the card shows, Deny first,
   assert.match(text, /Why you are asked:\*\* It runs code/);
   assert.match(text, /Isolation:\*\* standard · network off — \*\*below strong isolation/);
   const buttons = stream.parts.filter((p) => p[0] === 'button');
-  assert.deepEqual(buttons.map((b) => b[1]), ['Deny', 'Deny with a message…', 'Allow once', 'Allow for this session', 'Stop']);
+  assert.deepEqual(buttons.map((b) => b[1]), ['Deny', 'Deny with a message…', 'Allow once', 'Allow `touch *` in this session', 'Stop'],
+    'the server\'s choices, Deny first whatever order they came in');
   assert.deepEqual(buttons[0]?.slice(2), [ANSWER_COMMAND, ['A1', 'deny']]);
-  assert.deepEqual(buttons[2]?.slice(2), [ANSWER_COMMAND, ['A1', 'allow']]);
+  assert.deepEqual(buttons[1]?.slice(2), [ANSWER_COMMAND, ['A1', DENY_WITH_MESSAGE]]);
+  assert.deepEqual(buttons[3]?.slice(2), [ANSWER_COMMAND, ['A1', 'ch_s']]);
   assert.deepEqual(buttons[4]?.slice(2), [STOP_COMMAND, ['s_1']]);
 });
 
-test('Chat view approvals: Allow runs, Deny (with its message) does not, anything else is a denial', async () => {
+test('Chat view approvals: a choice answers with its decision, the approval id and the content hash; anything else is a denial', async () => {
   const approvals = new NativeApprovals();
-  const ui = new NativeChatUi(new FakeStream());
+  const stream = new FakeStream();
+  const ui = new NativeChatUi(stream);
   const view = describeApproval(params(), '/ws');
   const allow = approvals.ask(view, ui, new FakeToken(), []);
-  assert.equal(approvals.answer('A1', 'allow'), true);
-  assert.deepEqual(await allow, { decision: 'allow' });
-  assert.equal(approvals.answer('A1', 'allow'), false, 'an answered approval cannot be answered again');
-  const deny = approvals.ask({ ...view, approvalId: 'A2' }, ui, new FakeToken(), []);
-  approvals.answer('A2', 'deny', ' use git clean ');
-  assert.deepEqual(await deny, { decision: 'deny', message: 'use git clean' });
-  const odd = approvals.ask({ ...view, approvalId: 'A3' }, ui, new FakeToken(), []);
-  approvals.answer('A3', 'allow_everything_forever');
+  assert.equal(approvals.answer('A1', 'allow_once'), true);
+  assert.deepEqual(await allow, { decision: 'allow', choice: 'allow_once', approvalId: 'A1', contentSha256: 'abc' });
+  assert.equal(approvals.answer('A1', 'allow_once'), false, 'an answered approval cannot be answered again');
+  const session = approvals.ask({ ...view, approvalId: 'A2' }, ui, new FakeToken(), []);
+  approvals.answer('A2', 'ch_s');
+  assert.deepEqual(await session, { decision: 'allow_session', choice: 'ch_s', approvalId: 'A2', contentSha256: 'abc' });
+  assert.ok(stream.text.includes('_You chose\\: Allow \\`touch \\*\\` in this session._'), 'the note says what the choice allowed (escaped markdown)');
+  const deny = approvals.ask({ ...view, approvalId: 'A3' }, ui, new FakeToken(), []);
+  assert.equal(approvals.deny('A3', ' use git clean '), true);
+  assert.deepEqual(await deny, { decision: 'deny', choice: 'deny', approvalId: 'A3', contentSha256: 'abc', message: 'use git clean' });
+  const odd = approvals.ask({ ...view, approvalId: 'A4' }, ui, new FakeToken(), []);
+  approvals.answer('A4', 'allow_everything_forever');
   assert.deepEqual(await odd, { decision: 'deny' });
-  assert.equal(approvals.answer('nope', 'allow'), false);
-  assert.equal(approvals.answer(42, 'allow'), false);
+  assert.equal(approvals.answer('nope', 'allow_once'), false);
+  assert.equal(approvals.answer(42, 'allow_once'), false);
 });
 
 test('Chat view approvals fail closed: no live response, or a response that cannot show it, is a denial', async () => {
@@ -113,7 +126,7 @@ test('Stop (the server withdraws the approval): nothing is decided and the respo
   assert.equal(await pending, undefined);
   assert.deepEqual(closed, ['withdrawn']);
   assert.match(stream.text, /_Approval withdrawn\._/);
-  assert.equal(approvals.answer('A1', 'allow'), false, 'a withdrawn approval cannot be allowed afterwards');
+  assert.equal(approvals.answer('A1', 'allow_once'), false, 'a withdrawn approval cannot be allowed afterwards');
   await tick();
 });
 

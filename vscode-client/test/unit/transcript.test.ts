@@ -15,6 +15,7 @@ const approval = (approvalId: string, toolCallId: string): ApprovalView => ({
   reason: 'It runs code',
   isolation: 'strong · network off',
   weakIsolation: false,
+  choices: [{ id: 'deny', label: 'Deny', kind: 'deny' }, { id: 'allow_once', label: 'Allow once', kind: 'allow_once' }],
 });
 
 /** The turn's items as short strings, in order. */
@@ -33,7 +34,7 @@ const ALLOWED_TURN: ToView[] = [
   { type: 'toolArgs', index: 0, text: '{"name": "terminal"' },
   { type: 'toolStart', tool: tool('c1') },
   { type: 'approval', view: approval('A1', 'c1') },
-  { type: 'closeApproval', approvalId: 'A1', outcome: 'allow' },
+  { type: 'closeApproval', approvalId: 'A1', outcome: 'allow_once' },
   { type: 'toolOutput', id: 'c1', text: '' },
   { type: 'toolEnd', end: { id: 'c1', status: 'completed', exitCode: 0, result: '' } },
   { type: 'content', text: 'Done: allowed.txt ' },
@@ -126,6 +127,17 @@ test('an approval sits in its tool card; what became of it stays as a note', () 
   assert.equal(card.status, 'denied');
   t.apply({ type: 'toolOutput', id: 'c1', text: 'x' });
   assert.equal(card.status, 'denied', 'a final status never changes');
+});
+
+test('a scoped choice leaves a note that says what it allowed', () => {
+  const t = new Transcript();
+  t.replay([{ type: 'beginTurn' }, { type: 'toolStart', tool: tool('c1') }, { type: 'approval', view: approval('A1', 'c1') }]);
+  t.apply({ type: 'closeApproval', approvalId: 'A1', outcome: 'allow_session', label: 'Allow `touch *` in this session' });
+  const card = (t.state.entries[0] as TurnEntry).items[0];
+  assert.ok(card?.kind === 'tool');
+  assert.equal(card.approvalNote, 'You chose: Allow `touch *` in this session');
+  assert.equal(card.approvalOutcome, 'allow_session');
+  assert.equal(card.status, 'running');
 });
 
 test('a withdrawn approval says so on its card', () => {
