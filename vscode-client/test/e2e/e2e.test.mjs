@@ -525,7 +525,7 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     await waitFor('native-allowed.txt on disk', () => onDisk('native-allowed.txt'), { timeout: 20000 });
     await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
     const shown = await responseText(page);
-    assert.match(shown, /Allowed\./);
+    assert.match(shown, /Allowed once\./);
     assert.match(shown, /terminal · completed · exit code 0/);
     assert.match(shown, /Done: native-allowed\.txt was created\./);
     assert.ok(shown.indexOf('I will create native-allowed.txt') < shown.indexOf('terminal · completed'), 'text, then the tool');
