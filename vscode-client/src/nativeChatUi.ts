@@ -222,8 +222,15 @@ export class NativeApprovals {
    * Any failure to show it is a denial.
    */
   ask(view: ApprovalView, ui: NativeChatUi | undefined, token: CancellationLike, stopArgs: unknown[], onClose: (outcome: ApprovalOutcome) => void = () => undefined): Promise<ToolConfirmResult | undefined> {
-    if (ui === undefined) return Promise.resolve({ decision: 'deny' });
-    if (token.isCancellationRequested) return Promise.resolve(undefined);
+    // Closed before it was shown: the caller is told all the same (the waiting notice counts it).
+    if (ui === undefined) {
+      onClose('deny');
+      return Promise.resolve({ decision: 'deny' });
+    }
+    if (token.isCancellationRequested) {
+      onClose('withdrawn');
+      return Promise.resolve(undefined);
+    }
     return new Promise((resolve) => {
       const subscription = token.onCancellationRequested(() => finish(undefined));
       const finish = (result: ToolConfirmResult | undefined): void => {

@@ -130,6 +130,20 @@ test('Stop (the server withdraws the approval): nothing is decided and the respo
   await tick();
 });
 
+test('an approval withdrawn or denied before it is shown is closed too, so nothing counts it as waiting', async () => {
+  const approvals = new NativeApprovals();
+  const view = describeApproval(params(), '/ws');
+  const closed: string[] = [];
+  const stopped = new FakeToken();
+  stopped.cancel();
+  const stream = new FakeStream();
+  assert.equal(await approvals.ask(view, new NativeChatUi(stream), stopped, [], (o) => closed.push(o)), undefined);
+  assert.deepEqual(await approvals.ask(view, undefined, new FakeToken(), [], (o) => closed.push(o)), { decision: 'deny' });
+  assert.deepEqual(closed, ['withdrawn', 'deny'], 'the waiting notice is told each time (its badge and status bar count)');
+  assert.equal(stream.parts.filter((p) => p[0] === 'button').length, 0, 'no buttons for an approval that is not waiting');
+  assert.equal(approvals.size, 0);
+});
+
 test('model text cannot load images in the Chat view, even split across deltas', () => {
   const stream = new FakeStream();
   const ui = new NativeChatUi(stream);
