@@ -19,7 +19,7 @@ import { RULES_VIEW_ID, RulesViewProvider } from './rulesView';
 import { SessionRouter, type Owner } from './sessionRouter';
 import { SECTION } from './settings';
 import { StatusBar } from './statusBar';
-import { WaitingNotice, type Waiting } from './waitingNotice';
+import { WaitingNotice, approvalSeen, type Waiting } from './waitingNotice';
 
 let server: ServerManager | undefined;
 
@@ -38,7 +38,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const folder = (): string => workspace ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '(the server\'s current folder)';
 
   const notice = new WaitingNotice({
-    isSeen: (w) => vscode.window.state.focused && (w.frontEnd !== 'view' || view.isVisible()),
+    isSeen: (w) => approvalSeen(w, { windowFocused: vscode.window.state.focused, viewVisible: view.isVisible() }),
     notify: async (message, button) => (await vscode.window.showInformationMessage(message, button)) === button,
     setCount: (count) => {
       view.setBadge(count, count === 1 ? 'Gatehouse is waiting for your approval' : `${count} approvals waiting`);

@@ -27,6 +27,17 @@ export interface NoticeUi {
 
 export const OPEN_BUTTON = 'Open Approval';
 
+/**
+ * Whether a person can see a waiting approval: the window is focused and, for the Gatehouse
+ * view, the view is visible. VS Code gives extensions no way to read whether its own Chat view is
+ * open, so an `@gatehouse` approval (asked in the response the person just requested) counts as
+ * seen while the window is focused; the badge and the status bar count it either way.
+ */
+export function approvalSeen(waiting: Waiting, state: { windowFocused: boolean; viewVisible: boolean }): boolean {
+  if (!state.windowFocused) return false;
+  return waiting.frontEnd === 'native' || state.viewVisible;
+}
+
 export function noticeText(waiting: Waiting): string {
   return `Gatehouse is waiting for your approval to run ${waiting.tool}. Nothing runs until you answer.`;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { OPEN_BUTTON, WaitingNotice, type NoticeUi, type Waiting } from '../../src/waitingNotice';
+import { OPEN_BUTTON, WaitingNotice, approvalSeen, type NoticeUi, type Waiting } from '../../src/waitingNotice';
 import { tick } from './fakes';
 
 class FakeNoticeUi implements NoticeUi {
@@ -74,4 +74,16 @@ test('in doubt whether the card is seen, the person is told', () => {
   };
   notice.add(A1);
   assert.equal(ui.notes.length, 1);
+});
+
+test('who sees a waiting approval: the Gatehouse view only while it is shown, either front end only in a focused window', () => {
+  const N1: Waiting = { approvalId: 'N1', tool: 'terminal', frontEnd: 'native' };
+  const seen = (w: Waiting, windowFocused: boolean, viewVisible: boolean): boolean => approvalSeen(w, { windowFocused, viewVisible });
+  assert.equal(seen(A1, true, true), true);
+  assert.equal(seen(A1, true, false), false, 'the Gatehouse view hidden: notify');
+  assert.equal(seen(A1, false, true), false, 'the window unfocused: notify');
+  assert.equal(seen(N1, false, true), false, '@gatehouse, the window unfocused: notify');
+  // VS Code cannot tell an extension whether its Chat view is open: the response the person just
+  // asked for is taken as seen while the window is focused (the badge and status bar still count it).
+  assert.equal(seen(N1, true, false), true);
 });
