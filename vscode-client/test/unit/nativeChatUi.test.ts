@@ -59,6 +59,18 @@ test('@gatehouse streams the answer as markdown, tool calls as progress and then
   assert.ok(stream.text.endsWith('Done.'), 'text after the tool comes after it');
 });
 
+test('@gatehouse shows bidi and zero-width characters in model text written out, as the Gatehouse view does', async () => {
+  const stream = new FakeStream();
+  const transport = new FakeTransport();
+  const session = new ChatSession(transport, new NativeChatUi(stream));
+  const done = session.send('name a file');
+  session.handleEvent(ev({ type: 'content', text: 'Open \u202Etxt.exe\u202C, then\u200B run ' }));
+  session.handleEvent(ev({ type: 'content', text: '`rm x\u2067`.' }));
+  transport.last.resolve({ sessionId: 's_1', turnId: 's_1:1', stopReason: 'end_turn', text: '', toolCalls: [] });
+  await done;
+  assert.equal(stream.text, 'Open <U+202E>txt.exe<U+202C>, then<U+200B> run `rm x<U+2067>`.');
+});
+
 test('the approval in the Chat view shows everything the card shows, Deny first, then Stop', () => {
   const stream = new FakeStream();
   const ui = new NativeChatUi(stream);
