@@ -535,6 +535,7 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
 
   scenario('i: @gatehouse: Deny runs nothing', async () => {
     await nativeApproval('create native-denied.txt', 'native-denied.txt');
+    await screenshot(page, 'e2e-i0-native-approval');
     await responseButton(page, 'Deny').click();
     await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
     const shown = await responseText(page);
@@ -548,6 +549,7 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
 
   scenario('j: @gatehouse: Stop while the approval is pending runs nothing', async () => {
     await nativeApproval('create native-stopped.txt', 'native-stopped.txt');
+    await screenshot(page, 'e2e-j0-native-approval');
     await responseButton(page, 'Stop').click();
     await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
     await sleep(2000);
