@@ -109,7 +109,7 @@ vscode-contract: $(DEV) $(VSC)/node_modules/.package-lock.json $(VSC)/test/contr
 	cd $(VSC) && npm run --silent test:integration
 	cd $(VSC)/test/contract && npm test
 
-$(VSIX): $(VSC)/node_modules/.package-lock.json $(wildcard $(VSC)/src/*.ts $(VSC)/media/*) $(VSC)/package.json
+$(VSIX): $(VSC)/node_modules/.package-lock.json $(wildcard $(VSC)/src/*.ts $(VSC)/webview/*.ts $(VSC)/media/*) $(VSC)/package.json $(VSC)/esbuild.mjs
 	cd $(VSC) && npm run --silent package
 
 vscode-e2e: $(DEV) $(VSIX)

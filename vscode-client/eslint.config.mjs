@@ -1,5 +1,5 @@
-// ESLint flat config: typescript-eslint's type-checked rules for src/ and the unit tests,
-// the recommended rules for the plain-JS webview script and the build script.
+// ESLint flat config: typescript-eslint's type-checked rules for src/, webview/ and the tests,
+// the recommended rules for the build scripts.
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
@@ -23,6 +23,5 @@ export default tseslint.config(
     files: ['test/unit/**/*.ts', 'test/integration/**/*.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
-  { files: ['media/**/*.js'], languageOptions: { sourceType: 'script', globals: { ...globals.browser } }, rules: { eqeqeq: 'error' } },
-  { files: ['*.mjs', 'scripts/*.mjs'], languageOptions: { globals: { ...globals.node } } },
+  { files: ['*.mjs', 'scripts/*.mjs', 'bench/*.mjs'], languageOptions: { globals: { ...globals.node } } },
 );

@@ -2,7 +2,9 @@
  * Answers `toolConfirm` (docs/protocol.md, "Approvals") through a small UI interface, so the
  * policy is unit-tested without VS Code:
  * - the approval card is always shown in the chat view; when the view is not visible (or becomes
- *   hidden while the card waits), a modal dialog asks too, so a prompt never sits unseen;
+ *   hidden while the card waits), the UI's `whenHidden()` says how the person is told: 'modal'
+ *   (a modal dialog asks too) or 'notify' (the UI raises its own notice — a notification and a
+ *   badge whose button opens the card — and the card stays the only place to answer);
  *   the first answer wins;
  * - when the server withdraws the request (`$/cancelRequest` fires the token) the card closes at
  *   once and there is no decision (`undefined`); a modal cannot be closed by an extension, so its
@@ -97,6 +99,8 @@ export interface ApprovalUi {
   closeCard(approvalId: string, outcome: ApprovalOutcome, label?: string): void;
   /** A modal dialog; resolves with the chosen choice's id, or undefined when it was dismissed. */
   showModal(view: ApprovalView): Promise<string | undefined>;
+  /** How a card the person cannot see is brought to them (absent: 'modal'). */
+  whenHidden?(): 'modal' | 'notify';
   /** Edits: the files the user changed in the diff editor for this approval (on an allow). */
   collectEdits?(approvalId: string): Promise<UserEdit[]>;
   /** Edits: close the approval's diff editors and forget its proposals. */
@@ -314,6 +318,7 @@ export function askApproval(
     };
     const askModal = (): void => {
       if (modalShown || done) return;
+      if ((ui.whenHidden?.() ?? 'modal') !== 'modal') return; // the UI's own notice points to the card
       modalShown = true;
       try {
         ui.showModal(view).then((choice) => decide(choice === undefined ? null : { choice }), failClosed);

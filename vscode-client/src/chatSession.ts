@@ -98,7 +98,11 @@ export class ChatSession {
     private readonly transport: ChatTransport,
     private readonly ui: ChatUi,
     private readonly hooks: ChatSessionHooks = {},
-  ) {}
+    /** Continue this server session (VS Code's Chat view keeps it in the chat's history). */
+    sessionId?: string,
+  ) {
+    this.sessionId = sessionId;
+  }
 
   get running(): boolean {
     return this.turn !== undefined;

@@ -1,7 +1,12 @@
 /**
  * The chat view: a WebviewView in Gatehouse's own side-bar container. Implements `ChatUi` and
- * `ApprovalUi` by posting messages to media/chat.js. The host keeps the transcript's messages,
- * so a view that is closed and opened again (or opened after a prompt arrived) shows everything.
+ * `ApprovalUi` by posting messages to the webview (webview/main.ts, bundled to dist/webview.js).
+ * The host keeps the transcript (src/transcript.ts: every turn's items in arrival order), so a
+ * view that is reloaded, or opened after a prompt arrived, gets it whole as a snapshot.
+ * Links, Copy and Insert at cursor come back as messages: links open only through
+ * `vscode.env.openExternal` (VS Code's own confirmation), only http(s) and mailto. An edit's
+ * "Open diff" comes back too: VS Code's diff editor on the proposal (src/proposals.ts), whose
+ * right side, as it is on Accept, is sent as the user's version.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
@@ -10,26 +15,9 @@ import { modalChoices, modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
 import type { ProposalEditors } from './proposals';
 import type { UserEdit } from './protocol';
+import { Transcript, type ToView, type TranscriptState } from './transcript';
 
 export const VIEW_ID = 'gatehouse.chat';
-
-/** Host -> webview. */
-type ToView =
-  | { type: 'setRunning'; running: boolean }
-  | { type: 'user'; text: string }
-  | { type: 'beginTurn' }
-  | { type: 'content'; text: string }
-  | { type: 'reasoning'; text: string }
-  | { type: 'toolArgs'; index: number; text: string }
-  | { type: 'toolStart'; tool: ToolStartView }
-  | { type: 'toolOutput'; id: string; text: string }
-  | { type: 'toolEnd'; end: ToolEndView }
-  | { type: 'status'; text: string }
-  | { type: 'error'; text: string }
-  | { type: 'endTurn'; note: string }
-  | { type: 'approval'; view: ApprovalView }
-  | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome; label?: string }
-  | { type: 'clear' };
 
 /** Webview -> host. */
 type FromView =
@@ -38,7 +26,10 @@ type FromView =
   | { type: 'stop' }
   | { type: 'newSession' }
   | { type: 'approve'; approvalId: string; choice: string; message?: string }
-  | { type: 'openDiff'; approvalId: string; path: string };
+  | { type: 'openDiff'; approvalId: string; path: string }
+  | { type: 'openLink'; href: string }
+  | { type: 'copy'; text: string }
+  | { type: 'insert'; text: string };
 
 export interface ChatActions {
   send(prompt: string): void;
@@ -46,18 +37,35 @@ export interface ChatActions {
   newSession(): void;
 }
 
+/** Told when a card is shown or closed, and when the view is shown or hidden (the waiting notice). */
+export interface CardListener {
+  cardShown(view: ApprovalView): void;
+  cardClosed(approvalId: string): void;
+}
+
+/** The schemes a link in an answer may open (after VS Code's own confirmation). */
+export function openableLink(href: unknown): string | undefined {
+  if (typeof href !== 'string' || href.length > 8192) return undefined;
+  return /^(https?:\/\/|mailto:)/i.test(href.trim()) ? href.trim() : undefined;
+}
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
-  /** Every message since the last `clear`, replayed into a new webview. */
-  private history: ToView[] = [];
+  /** The conversation since the last `clear`, sent whole to a webview that (re)loads. */
+  private readonly transcript = new Transcript();
   private readonly pending = new Map<string, { view: ApprovalView; resolve: (answer: ApprovalAnswer) => void }>();
   private readonly visibility = new vscode.EventEmitter<boolean>();
   private actions: ChatActions | undefined;
+  private cards: CardListener | undefined;
+  /** Where a view with nothing to show gets its transcript from (issue 11: the server's history). */
+  private restorer: (() => Promise<TranscriptState | undefined>) | undefined;
+  /** A card to scroll to once the view has loaded. */
+  private revealing: string | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
+    private readonly whenHiddenSetting: () => 'modal' | 'notify' = () => 'notify',
     private readonly proposals?: ProposalEditors,
     private readonly log: (message: string) => void = () => undefined,
   ) {}
@@ -66,12 +74,46 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     this.actions = actions;
   }
 
+  setCardListener(listener: CardListener): void {
+    this.cards = listener;
+  }
+
+  /**
+   * The seam for a persisted history: called when a webview loads and the host has no
+   * transcript (e.g. after a window reload); what it returns is shown, in order.
+   */
+  setRestorer(restorer: () => Promise<TranscriptState | undefined>): void {
+    this.restorer = restorer;
+  }
+
+  /** The transcript as the view shows it (a copy). */
+  state(): TranscriptState {
+    return this.transcript.snapshot();
+  }
+
+  /** Badge on the view (e.g. approvals waiting); 0 removes it. */
+  setBadge(count: number, tooltip: string): void {
+    if (this.view !== undefined) this.view.badge = count > 0 ? { value: count, tooltip } : undefined;
+  }
+
+  /** Shows the view and scrolls to the card of `approvalId` (once the view has loaded, if it had not). */
+  async revealCard(approvalId: string | undefined): Promise<void> {
+    this.revealing = approvalId;
+    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+    if (approvalId !== undefined && this.ready) {
+      this.revealing = undefined;
+      this.send({ type: 'reveal', approvalId });
+    }
+  }
+
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     this.ready = false;
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
-    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
-    view.webview.html = this.html(view.webview, media);
+    const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
+    view.webview.html = this.html(view.webview, media, dist);
+    if (this.pending.size > 0) view.badge = { value: this.pending.size, tooltip: 'Gatehouse is waiting for your approval' };
     view.webview.onDidReceiveMessage((message: FromView) => this.receive(message));
     view.onDidChangeVisibility(() => this.visibility.fire(view.visible));
     view.onDidDispose(() => {
@@ -97,12 +139,18 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     return new Promise((resolve) => {
       this.pending.set(view.approvalId, { view, resolve });
       this.post({ type: 'approval', view });
+      this.cards?.cardShown(view);
     });
   }
 
   closeCard(approvalId: string, outcome: ApprovalOutcome, label?: string): void {
     this.pending.delete(approvalId);
     this.post(label === undefined ? { type: 'closeApproval', approvalId, outcome } : { type: 'closeApproval', approvalId, outcome, label });
+    this.cards?.cardClosed(approvalId);
+  }
+
+  whenHidden(): 'modal' | 'notify' {
+    return this.whenHiddenSetting();
   }
 
   async showModal(view: ApprovalView): Promise<string | undefined> {
@@ -164,9 +212,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   }
   clear(): void {
     // Cards of the old session stay answerable until the server withdraws them.
-    this.history = this.history.filter((m) => m.type === 'approval' && this.pending.has(m.view.approvalId));
-    this.history.unshift({ type: 'clear' });
-    if (this.ready) void this.view?.webview.postMessage({ type: 'clear' });
+    this.transcript.clear((id) => this.pending.has(id));
+    this.send({ type: 'snapshot', state: this.transcript.snapshot() });
   }
 
   dispose(): void {
@@ -176,29 +223,28 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
 
   // --- plumbing -----------------------------------------------------------------------------------
 
+  /** A step of the transcript: kept, and shown if the webview is up. */
   private post(message: ToView): void {
-    this.remember(message);
+    this.transcript.apply(message);
+    this.send(message);
+  }
+
+  private send(message: ToView): void {
     if (this.ready) void this.view?.webview.postMessage(message);
   }
 
-  /** Appends to the history, merging consecutive text deltas so replay stays cheap. */
-  private remember(message: ToView): void {
-    const last = this.history[this.history.length - 1];
-    if (last !== undefined && last.type === message.type) {
-      if ((last.type === 'content' || last.type === 'reasoning') && 'text' in message) {
-        last.text += message.text;
-        return;
-      }
-      if (last.type === 'toolOutput' && message.type === 'toolOutput' && last.id === message.id) {
-        last.text += message.text;
-        return;
-      }
-      if (last.type === 'status' || last.type === 'error' || last.type === 'setRunning') {
-        this.history[this.history.length - 1] = message;
-        return;
+  private async restore(): Promise<void> {
+    if (this.transcript.state.entries.length === 0 && this.restorer !== undefined) {
+      try {
+        const restored = await this.restorer();
+        if (restored !== undefined && this.transcript.state.entries.length === 0) this.transcript.apply({ type: 'snapshot', state: restored });
+      } catch {
+        // Nothing to restore: the view starts empty.
       }
     }
-    this.history.push({ ...message });
+    this.send({ type: 'snapshot', state: this.transcript.snapshot() });
+    if (this.revealing !== undefined) this.send({ type: 'reveal', approvalId: this.revealing });
+    this.revealing = undefined;
   }
 
   private receive(message: FromView): void {
@@ -206,7 +252,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     switch (message.type) {
       case 'ready':
         this.ready = true;
-        for (const m of this.history) void this.view?.webview.postMessage(m);
+        void this.restore();
+        break;
+      case 'openLink': {
+        const href = openableLink(message.href);
+        // openExternal goes through VS Code's opener, which asks before opening an untrusted site.
+        if (href !== undefined) void vscode.env.openExternal(vscode.Uri.parse(href, true));
+        break;
+      }
+      case 'copy':
+        if (typeof message.text === 'string') void vscode.env.clipboard.writeText(message.text);
+        break;
+      case 'insert':
+        if (typeof message.text === 'string') void insertAtCursor(message.text);
         break;
       case 'send':
         if (typeof message.prompt === 'string') this.actions?.send(message.prompt);
@@ -238,9 +296,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
     }
   }
 
-  private html(webview: vscode.Webview, media: vscode.Uri): string {
+  private html(webview: vscode.Webview, media: vscode.Uri, dist: vscode.Uri): string {
     const nonce = randomBytes(16).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.js'));
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js'));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.css'));
     const csp = [
       "default-src 'none'",
@@ -271,4 +329,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
 </body>
 </html>`;
   }
+}
+
+/** "Insert at cursor": replaces the selection of the editor the person last used. */
+async function insertAtCursor(text: string): Promise<void> {
+  const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+  if (editor === undefined) {
+    void vscode.window.showInformationMessage('Gatehouse: open an editor first, then use Insert at cursor.');
+    return;
+  }
+  await editor.edit((edit) => {
+    for (const selection of editor.selections) edit.replace(selection, text);
+  });
 }

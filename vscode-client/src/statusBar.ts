@@ -1,6 +1,8 @@
 /**
  * The status bar item: model, engine (backend) and isolation level, in the warning colour when
- * code would run below strong isolation or with permissions bypassed. `formatStatus` is pure.
+ * code would run below strong isolation or with permissions bypassed; while approvals wait (in
+ * the Gatehouse view or VS Code's Chat view) it says so and a click opens the card.
+ * `formatStatus` is pure.
  */
 import * as vscode from 'vscode';
 import type { StatusResult } from './protocol';
@@ -14,6 +16,8 @@ export interface StatusInfo {
   bypass: boolean;
   /** Why the server is not running. */
   detail?: string;
+  /** Approvals waiting for an answer, in either front end. */
+  waiting?: number;
 }
 
 export interface StatusView {
@@ -31,6 +35,20 @@ function shortModel(model: string | null | undefined): string {
 }
 
 export function formatStatus(info: StatusInfo): StatusView {
+  const base = formatServer(info);
+  const waiting = info.waiting ?? 0;
+  if (waiting === 0) return base;
+  const what = waiting === 1 ? '1 approval waiting' : `${waiting} approvals waiting`;
+  return {
+    text: `$(bell-dot) Gatehouse: ${what}`,
+    tooltip: `Gatehouse is waiting for your approval: nothing runs until you answer. Click to open it.\n\n${base.tooltip}`,
+    warning: true,
+    error: base.error,
+    command: 'gatehouse.showApproval',
+  };
+}
+
+function formatServer(info: StatusInfo): StatusView {
   const { state, status, bypass } = info;
   if (state !== 'running' || status === undefined) {
     const label = state === 'starting' ? '$(sync~spin) Gatehouse: starting' : '$(error) Gatehouse: not running';
@@ -63,14 +81,22 @@ export function formatStatus(info: StatusInfo): StatusView {
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('gatehouse.status', vscode.StatusBarAlignment.Right, 100);
+  private last: StatusInfo = { state: 'starting', bypass: false };
+  private waiting = 0;
 
   constructor() {
     this.item.name = 'Gatehouse';
     this.show({ state: 'starting', bypass: false });
   }
 
+  setWaiting(count: number): void {
+    this.waiting = count;
+    this.show(this.last);
+  }
+
   show(info: StatusInfo): void {
-    const view = formatStatus(info);
+    this.last = info;
+    const view = formatStatus({ ...info, waiting: this.waiting });
     this.item.text = view.text;
     this.item.tooltip = view.tooltip;
     this.item.command = view.command;

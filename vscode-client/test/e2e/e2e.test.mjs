@@ -10,21 +10,26 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { answerDeltas } from '../../bench/answer.mjs';
 import {
   Fatal, REPO_DIR, RESULTS_DIR, addUserSettings, collectLogs, findFrame, findVsix, launch, log, runCommand, screenshot,
   since, sleep, waitFor, writeJson,
 } from './harness.mjs';
+import { askNative, openNativeChat, responseButton, responseButtons, responseDone, responseText } from './nativeChat.mjs';
 
 const PYTHON = process.env.GATEHOUSE_PYTHON || path.join(REPO_DIR, '.venv', 'bin', 'python');
 
 const ANSWER = 'Hello from the scripted model. Every word of this answer streams into the chat view piece by piece.';
+const MARKDOWN = 'Here is **the script**:\n\n```python\nprint("copied from Gatehouse")\n```\n\nRun it with `python script.py`; see [the docs](https://example.com/docs).';
+const NATIVE_ANSWER = 'Hello from Gatehouse in the Chat view: this answer streams **piece by piece** into VS Code\'s own chat.';
 const call = (command) => `<tool_call>${JSON.stringify({ name: 'terminal', arguments: { command } })}</tool_call>`;
-// One cursor for the whole server: each model call takes the next turn, across sessions.
+// One cursor for the whole server: each model call takes the next turn, across sessions, in the
+// order of the scenarios below.
 const SCRIPT = {
   turns: [
     // (a) a plain streamed answer, slow enough to be seen growing.
     { text: ANSWER, chunkDelayMs: 60 },
-    // (b) Allow: the call, then the model's answer after the tool result.
+    // (b) Allow: text, the call, then the model's answer after the tool result.
     `I will create the file.\n${call('touch allowed.txt')}`,
     'Done: allowed.txt was created.',
     // (c) Deny: the call, then the model's answer after the denial.
@@ -40,6 +45,22 @@ const SCRIPT = {
     'Noted again.',
     `A third note.\n${call('echo NOTE-3 >> notes.txt')}`,
     'Understood: the third note was not written.',
+    // (m) markdown with a code block.
+    { text: MARKDOWN, chunkDelayMs: 20 },
+    // (w) an approval while the view is hidden: slow enough to switch away first.
+    { text: `Preparing the file, slowly, so you can look elsewhere.\n${call('touch hidden.txt')}`, chunkDelayMs: 120 },
+    'Understood: hidden.txt was not created.',
+    // (g) @gatehouse in VS Code's Chat view: a streamed answer.
+    { text: NATIVE_ANSWER, chunkDelayMs: 60 },
+    // (h) @gatehouse: Allow.
+    `I will create native-allowed.txt.\n${call('touch native-allowed.txt')}`,
+    'Done: native-allowed.txt was created.',
+    // (i) @gatehouse: Deny.
+    `I will create native-denied.txt.\n${call('touch native-denied.txt')}`,
+    'Understood: native-denied.txt was not created.',
+    // (j) @gatehouse: Stop while the approval is pending: the turn ends there (if the model were
+    // called again it would take (d)'s turn and (d) would fail).
+    `One more, natively.\n${call('touch native-stopped.txt')}`,
     // (d) Stop while the approval is pending: the turn ends there, so the next turn is never used.
     `One more file.\n${call('touch stopped.txt')}`,
     'THIS TURN MUST NEVER BE STREAMED.',
@@ -118,6 +139,20 @@ async function approvalCard() {
   }, { timeout: 30000 });
   await card.scrollIntoViewIfNeeded();
   return card;
+}
+
+/** The newest answer's parts as the person sees them, top to bottom: text, tool cards, notes. */
+async function turnOrder() {
+  return (await view()).locator('.message.assistant').last().evaluate((message) => Array.from(message.children).map((node) => {
+    if (node.classList.contains('content')) return `text: ${node.textContent.trim()}`;
+    if (node.classList.contains('tool-card')) return `tool: ${node.querySelector('.tool-status').textContent}`;
+    return node.className;
+  }));
+}
+
+/** The notification toasts on screen, as text. */
+async function toasts() {
+  return page.locator('.notifications-toasts .notification-toast').allInnerTexts();
 }
 
 describe('Gatehouse in VS Code (code-server + Chromium)', () => {
@@ -220,7 +255,23 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     assert.equal(await text('.tool-card .tool-name'), 'terminal');
     assert.match(await text('.tool-card pre.tool-args'), /touch allowed\.txt/);
     assert.match(await text('.message.assistant .content'), /Done: allowed\.txt was created\./);
+    // The turn reads as it happened: the sentence, the command, then the answer after it ran.
+    const ORDER = ['text: I will create the file.', 'tool: completed', 'text: Done: allowed.txt was created.'];
+    assert.deepEqual(await turnOrder(), ORDER);
     await screenshot(page, 'e2e-b2-allowed-ran');
+    // A reloaded view gets the same turn, in the same order, from the extension host.
+    // (a mark in the old document tells the reloaded one apart, whether VS Code swaps the frame or reloads it)
+    await (await view()).evaluate(() => { window.beforeReload = true; });
+    await runCommand(page, 'Developer: Reload Webviews');
+    await waitFor('the reloaded view to show the turn', async () => {
+      frame = undefined;
+      const f = await view();
+      if (await f.evaluate(() => window.beforeReload === true)) return false;
+      return JSON.stringify(await turnOrder()) === JSON.stringify(ORDER);
+    }, { timeout: 30000 });
+    assert.deepEqual(await turnOrder(), ORDER);
+    assert.equal(await text('.tool-card .approval-note'), 'Allowed once');
+    await screenshot(page, 'e2e-b3-after-reload');
   });
 
   scenario('c: Deny runs nothing', async () => {
@@ -305,6 +356,212 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     await again.locator('button.deny').click();
     await turnEnded();
     assert.doesNotMatch(fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), /NOTE-3/);
+  });
+
+  scenario('m: markdown with a code block renders, and Copy and Insert at cursor work', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('Show me a script');
+    await turnEnded();
+    const content = f.locator('.message.assistant .content').last();
+    assert.equal(await content.locator('strong').textContent(), 'the script');
+    assert.equal(await content.locator('p code').last().textContent(), 'python script.py');
+    assert.doesNotMatch(await content.textContent(), /\*\*|```/, 'no raw markdown shows');
+    const block = content.locator('.code-block');
+    assert.equal(await block.count(), 1);
+    assert.equal(await block.locator('.code-language').textContent(), 'python');
+    assert.equal((await block.locator('pre code').textContent()).trim(), 'print("copied from Gatehouse")');
+    assert.ok(await block.locator('pre code [class^="hljs-"]').count() > 0, 'the code is highlighted');
+    await screenshot(page, 'e2e-m1-markdown');
+    // Copy: the host puts exactly the code on the clipboard.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(page.url()).origin }).catch(() => {});
+    await page.evaluate(() => navigator.clipboard.writeText('(nothing copied yet)')).catch(() => {});
+    await block.locator('button.code-copy').click();
+    await waitFor('the Copy button to say Copied', async () => (await block.locator('button.code-copy').textContent()) === 'Copied');
+    await waitFor('the code on the clipboard', async () =>
+      (await page.evaluate(() => navigator.clipboard.readText())).trim() === 'print("copied from Gatehouse")', { timeout: 10000 });
+    // Insert at cursor: into README.md, opened with Quick Open.
+    await page.locator('.monaco-workbench').focus().catch(() => {});
+    await page.keyboard.press('F1');
+    const quick = page.locator('.quick-input-widget .quick-input-box input');
+    await quick.fill('README.md');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'README.md' }).first().waitFor({ timeout: 10000 });
+    await page.keyboard.press('Enter');
+    const editor = page.locator('.editor-instance .monaco-editor .view-lines').first();
+    await editor.waitFor({ state: 'visible', timeout: 10000 });
+    await (await view()).locator('.code-block button.code-insert').last().click();
+    // (the editor shows spaces as U+00A0)
+    const editorText = async () => (await editor.innerText()).replace(/\u00a0/g, ' ');
+    await waitFor('the code in the editor', async () => (await editorText()).includes('print("copied from Gatehouse")'),
+      { timeout: 10000 });
+    assert.match(await editorText(), /# e2e workspace/, 'inserted at the cursor, the file kept');
+    await screenshot(page, 'e2e-m2-inserted');
+    // A link opens only after VS Code's own confirmation (here: cancelled, nothing opens).
+    const link = (await view()).locator('.message.assistant .content a.md-link', { hasText: 'the docs' }).last();
+    assert.equal(await link.getAttribute('title'), 'https://example.com/docs', 'the real target is shown');
+    const pagesBefore = page.context().pages().length;
+    await link.click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10000 });
+    assert.match(await dialog.innerText(), /external website/i);
+    assert.match(await dialog.innerText(), /example\.com\/docs/);
+    await screenshot(page, 'e2e-m3-link-confirmation');
+    await dialog.locator('.monaco-button', { hasText: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden', timeout: 5000 });
+    await sleep(500);
+    assert.equal(page.context().pages().length, pagesBefore, 'no page was opened');
+    await runCommand(page, 'View: Revert and Close Editor');
+  });
+
+  scenario('w: an approval while the view is hidden raises a notification that opens the card', async () => {
+    await startNewSession();
+    await send('Create hidden.txt');
+    // Look elsewhere while the model writes: the Explorer replaces the Gatehouse view.
+    await runCommand(page, 'View: Show Explorer');
+    await page.locator('.part.sidebar .composite.title .title-label', { hasText: /explorer/i }).waitFor({ timeout: 10000 });
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Gatehouse is waiting for your approval' });
+    await waitFor('the waiting notification', () => toast.isVisible(), { timeout: 30000 });
+    assert.match(await toast.innerText(), /run terminal/);
+    const badge = page.locator('.activitybar .action-item .badge-content').filter({ hasText: /^1$/ });
+    assert.ok(await badge.count() > 0, 'the view\'s badge counts the waiting approval');
+    assert.match(await page.locator('.part.statusbar').innerText(), /1 approval waiting/);
+    assert.equal(onDisk('hidden.txt'), false);
+    await screenshot(page, 'e2e-w1-notification');
+    await toast.locator('.monaco-button', { hasText: 'Open Approval' }).click();
+    frame = undefined;
+    const card = await approvalCard();
+    assert.match(await card.locator('pre.approval-code').textContent(), /touch hidden\.txt/);
+    await screenshot(page, 'e2e-w2-card-opened');
+    await card.locator('button.deny').click();
+    await turnEnded();
+    assert.equal(await text('.tool-card .tool-status'), 'denied');
+    assert.equal(onDisk('hidden.txt'), false, 'hidden.txt must never appear');
+    assert.doesNotMatch(await page.locator('.part.statusbar').innerText(), /approval waiting/);
+    assert.equal((await toasts()).filter((t) => /waiting for your approval/.test(t)).length, 0, 'the notification is gone once opened');
+  });
+
+  scenario('k: streaming markdown in the real webview (benchmark, figures in the log)', async () => {
+    const f = await view();
+    const figures = await f.evaluate(async (deltas) => {
+      const { ChatView } = window.gatehouseWebview;
+      const host = document.createElement('div');
+      host.style.cssText = 'position:absolute;left:0;top:0;width:300px;height:400px;overflow:auto;visibility:hidden';
+      document.body.append(host);
+      const parts = ['div', 'div', 'div'].map((t) => host.appendChild(document.createElement(t)));
+      const bench = new ChatView(window, { transcript: parts[0], statusLine: parts[1], errorBox: parts[2] }, { postMessage() {} });
+      bench.handle({ type: 'beginTurn' });
+      let start = performance.now();
+      for (const text of deltas) {
+        bench.handle({ type: 'content', text });
+        bench.flush();
+        void parts[0].offsetHeight; // layout too, as the person would see it
+      }
+      const incremental = deltas.length / ((performance.now() - start) / 1000);
+      bench.handle({ type: 'endTurn', note: '' });
+      const blocks = parts[0].querySelectorAll('.code-block').length;
+      // The alternative, the whole answer re-rendered on every delta, is quadratic: timed at every
+      // 100th delta (its cost averaged over the answer's lengths, as rendering them all would).
+      const box = document.createElement('div');
+      host.append(box);
+      let source = '';
+      let spent = 0;
+      let renders = 0;
+      deltas.forEach((delta, index) => {
+        source += delta;
+        if (index % 100 !== 99) return;
+        const t = performance.now();
+        box.replaceChildren(bench.markdown.render(source));
+        void box.offsetHeight;
+        spent += performance.now() - t;
+        renders++;
+      });
+      const whole = renders / (spent / 1000);
+      host.remove();
+      return { incremental, whole, blocks };
+    }, answerDeltas(2000, 10));
+    log(`webview streaming benchmark (real webview, 2000 deltas, 10 code blocks): last-block re-render ${figures.incremental.toFixed(0)} updates/s, whole re-render ${figures.whole.toFixed(0)} updates/s (${(figures.incremental / figures.whole).toFixed(1)}x)`);
+    assert.equal(figures.blocks, 10, 'the benchmark answer rendered its 10 code blocks');
+  });
+
+  scenario('g: @gatehouse in VS Code\'s Chat view streams an answer', async () => {
+    await openNativeChat(page);
+    await screenshot(page, 'e2e-g0-native-chat');
+    await askNative(page, 'say hello');
+    const seen = new Set();
+    await waitFor('the whole answer in the Chat view', async () => {
+      const now = await responseText(page);
+      if (/Hello from Gatehouse/.test(now)) seen.add(now.length);
+      return /into VS Code.s own chat\./.test(now) && await responseDone(page);
+    }, { timeout: 30000, interval: 50 });
+    assert.ok(seen.size >= 3, `the answer should stream in pieces; lengths seen: ${[...seen].join(', ')}`);
+    assert.equal(await page.locator('.interactive-item-container.interactive-response').last().locator('strong', { hasText: 'piece by piece' }).count(), 1,
+      'the answer is markdown');
+    await screenshot(page, 'e2e-g1-native-answer');
+  });
+
+  /** Asks @gatehouse for a gated call; resolves when Gatehouse's own approval is in the response. */
+  async function nativeApproval(prompt, file) {
+    await askNative(page, prompt);
+    await waitFor('Gatehouse\'s approval in the Chat view', async () => (await responseButtons(page)).includes('Allow once'), { timeout: 30000 });
+    // The command is in a code block, which the Chat view renders as an editor a moment later.
+    await waitFor('the full command in the approval', async () => (await responseText(page)).includes(`touch ${file}`), { timeout: 10000 });
+    const shown = await responseText(page);
+    assert.match(shown, /Working folder/);
+    assert.match(shown, /Why you are asked/);
+    assert.match(shown, /Isolation/);
+    // The server's choices, Deny first, then Stop.
+    const buttons = await responseButtons(page);
+    assert.deepEqual(buttons.slice(0, 3), ['Deny', 'Deny with a message…', 'Allow once']);
+    assert.equal(buttons.at(-1), 'Stop');
+    assert.ok(buttons.some((b) => /in this session/.test(b)), `a scoped choice: ${buttons.join(' | ')}`);
+    assert.equal(await page.locator('.chat-confirmation-widget-buttons').count(), 0, 'VS Code\'s own tool confirmation is never the gate');
+    assert.equal(onDisk(file), false, 'nothing may run before the approval');
+  }
+
+  scenario('h: @gatehouse: Allow (Gatehouse\'s own button) runs the command', async () => {
+    await nativeApproval('create native-allowed.txt', 'native-allowed.txt');
+    await screenshot(page, 'e2e-h1-native-approval');
+    await responseButton(page, 'Allow once').click();
+    await waitFor('native-allowed.txt on disk', () => onDisk('native-allowed.txt'), { timeout: 20000 });
+    await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
+    const shown = await responseText(page);
+    assert.match(shown, /Allowed once\./);
+    assert.match(shown, /terminal · completed · exit code 0/);
+    assert.match(shown, /Done: native-allowed\.txt was created\./);
+    assert.ok(shown.indexOf('I will create native-allowed.txt') < shown.indexOf('terminal · completed'), 'text, then the tool');
+    assert.ok(shown.indexOf('terminal · completed') < shown.indexOf('Done: native-allowed.txt'), 'the tool, then the text');
+    await screenshot(page, 'e2e-h2-native-allowed');
+  });
+
+  scenario('i: @gatehouse: Deny runs nothing', async () => {
+    await nativeApproval('create native-denied.txt', 'native-denied.txt');
+    await screenshot(page, 'e2e-i0-native-approval');
+    await responseButton(page, 'Deny').click();
+    await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
+    const shown = await responseText(page);
+    assert.match(shown, /Denied\./);
+    assert.match(shown, /terminal · denied/);
+    assert.match(shown, /Understood: native-denied\.txt was not created\./);
+    await sleep(1000);
+    assert.equal(onDisk('native-denied.txt'), false, 'native-denied.txt must never appear');
+    await screenshot(page, 'e2e-i1-native-denied');
+  });
+
+  scenario('j: @gatehouse: Stop while the approval is pending runs nothing', async () => {
+    await nativeApproval('create native-stopped.txt', 'native-stopped.txt');
+    await screenshot(page, 'e2e-j0-native-approval');
+    await responseButton(page, 'Stop').click();
+    await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
+    await sleep(2000);
+    const shown = await responseText(page);
+    assert.match(shown, /Approval withdrawn\./);
+    assert.match(shown, /Stopped\./);
+    assert.equal(onDisk('native-stopped.txt'), false, 'native-stopped.txt must never appear');
+    await screenshot(page, 'e2e-j1-native-stopped');
+    // Back to the Gatehouse view for (d).
+    await runCommand(page, 'Gatehouse: Open Chat');
+    frame = undefined;
+    await (await view()).locator('#send').waitFor({ state: 'visible' });
   });
 
   scenario('d: Stop while the approval is pending runs nothing', async () => {

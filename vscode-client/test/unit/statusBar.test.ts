@@ -51,3 +51,14 @@ test('starting and error states', () => {
   assert.equal(error.command, 'gatehouse.showLogs');
   assert.match(error.tooltip, /no python/);
 });
+
+test('approvals waiting: the status bar says so, and a click opens the approval', () => {
+  const view = formatStatus({ state: 'running', status: status('strong'), bypass: false, waiting: 1 });
+  assert.equal(view.text, '$(bell-dot) Gatehouse: 1 approval waiting');
+  assert.equal(view.command, 'gatehouse.showApproval');
+  assert.equal(view.warning, true);
+  assert.match(view.tooltip, /nothing runs until you answer/);
+  assert.match(view.tooltip, /Engine: scripted/, 'the server facts stay in the tooltip');
+  assert.equal(formatStatus({ state: 'running', status: status('strong'), bypass: false, waiting: 2 }).text, '$(bell-dot) Gatehouse: 2 approvals waiting');
+  assert.equal(formatStatus({ state: 'running', status: status('strong'), bypass: false, waiting: 0 }).command, 'gatehouse.openChat');
+});
