@@ -11,6 +11,7 @@ import {
   Fatal, REPO_DIR, RESULTS_DIR, addUserSettings, collectLogs, findFrame, findVsix, launch, log, runCommand,
   screenshot, since, sleep, waitFor, writeJson,
 } from './harness.mjs';
+import { askNative, openNativeChat, responseButton, responseButtons, responseDone, responseText } from './nativeChat.mjs';
 
 const PYTHON = process.env.GATEHOUSE_PYTHON || path.join(REPO_DIR, '.venv', 'bin', 'python');
 const NOTES = 'one\ntwo\nthree\n';
@@ -27,6 +28,8 @@ const SCRIPT = {
     read, call('edit_file', { path: 'notes.txt', old_text: 'one', new_text: '1' }), 'I see your version.',
     // (d) the file has unsaved changes in an editor: refused, no prompt.
     read, call('edit_file', { path: 'notes.txt', old_text: 'three', new_text: '3' }), 'It has unsaved changes.',
+    // (e) @gatehouse in VS Code's Chat view: the diff in the response, Open diff, Accept.
+    read, call('edit_file', { path: 'notes.txt', old_text: 'three', new_text: '3' }), 'Changed it from the Chat view.',
   ],
 };
 
@@ -115,7 +118,8 @@ async function diffEditor(expected) {
   const editor = page.locator('.monaco-diff-editor').first();
   await waitFor('the diff editor', async () => {
     if (!(await editor.isVisible())) return false;
-    const right = await editor.locator('.editor.modified .view-lines').textContent();
+    // (A narrow editor shows the diff inline: removed lines are view zones of the right side.)
+    const right = await editor.locator('.editor.modified .view-lines:not([monaco-view-zone])').textContent();
     return right?.replace(/\u00a0/g, ' ').includes(expected);
   }, { timeout: 20000 });
   return editor;
@@ -276,5 +280,40 @@ describe('Edits in VS Code (code-server + Chromium)', () => {
     assert.equal(notes(), '1\n2\nthree\nfour, added by me', 'the file is unchanged');
     await screenshot(page, 'edits-d-unsaved-changes');
     await runCommand(page, 'File: Revert File');
+  });
+
+  scenario('e: @gatehouse: the response shows the whole diff with Accept and Open diff; Accept writes the file', async () => {
+    assert.equal(notes(), '1\n2\nthree\nfour, added by me');
+    await openNativeChat(page);
+    await askNative(page, 'Change three to 3');
+    await waitFor('Gatehouse\'s edit approval in the Chat view', async () => (await responseButtons(page)).includes('Accept'), { timeout: 30000 });
+    // The diff is a code block, which the Chat view renders as an editor a moment later.
+    await waitFor('the diff in the approval', async () => /-three[\s\S]*\+3/.test(await responseText(page)), { timeout: 10000 });
+    const shown = await responseText(page);
+    assert.match(shown, /allow edit_file to change notes\.txt\?/);
+    assert.match(shown, /notes\.txt · modify · \+1 \u22121/);
+    assert.match(shown, /Why you are asked/);
+    assert.doesNotMatch(shown, /Isolation/, 'an edit runs nothing');
+    const buttons = await responseButtons(page);
+    assert.deepEqual(buttons.slice(0, 3), ['Deny', 'Deny with a message…', 'Accept'], `Deny first, then Accept: ${buttons.join(' | ')}`);
+    assert.deepEqual(buttons.slice(-2), ['Open diff', 'Stop']);
+    assert.equal(await page.locator('.chat-confirmation-widget-buttons').count(), 0, 'VS Code\'s own tool confirmation is never the gate');
+    assert.equal(notes(), '1\n2\nthree\nfour, added by me', 'nothing is written before Accept');
+    await screenshot(page, 'edits-e1-native-approval');
+
+    await responseButton(page, 'Open diff').click();
+    await diffEditor('3');
+    assert.equal(await diffEditorsOpen(), 1);
+    await screenshot(page, 'edits-e2-native-open-diff');
+
+    await responseButton(page, 'Accept').click();
+    await waitFor('the edit on disk', () => notes() === '1\n2\n3\nfour, added by me', { timeout: 20000 });
+    await waitFor('the response to end', () => responseDone(page), { timeout: 20000 });
+    await waitFor('the diff editor to close', async () => await diffEditorsOpen() === 0);
+    const after = await responseText(page);
+    assert.match(after, /Allowed once\./);
+    assert.match(after, /Changed notes\.txt: modify \(\+1 -1\)/);
+    assert.match(after, /Changed it from the Chat view\./);
+    await screenshot(page, 'edits-e3-native-accepted');
   });
 });
