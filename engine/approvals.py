@@ -20,6 +20,25 @@ ClientDecision = Literal["allow", "allow_session", "deny"]
 Decision = Literal[ClientDecision, "timed_out", "cancelled", "failed"]
 """Every outcome of an approval: a person's answer, or why no answer counts."""
 
+DecidedBy = Literal[
+    "toolConfirm",
+    "showMessageRequest",
+    "session_grant",
+    "bypass",
+    "not_required",
+    "timeout",
+    "cancel",
+    "error",
+    "rule",
+    "approver",
+]
+"""Who or what decided whether a call runs (the audit log's ``decidedBy``): the person, through
+``toolConfirm`` or the ``window/showMessageRequest`` fallback; an ``allow_session`` grant of this
+session; the request's ``bypassPermissions``; nobody, because the gate's flags ask nothing for
+this tool (``not_required``); no answer in time (``timeout``); a cancel; a failed, malformed or
+impossible prompt (``error``, never an approval); a rule (with its ``ruleId``); an approval
+callback that does not say (``approver``: embedders and tests)."""
+
 
 @dataclass(frozen=True)
 class ApprovalRequest:
@@ -40,6 +59,10 @@ class ApprovalOutcome:
 
     decision: Decision
     message: str | None = None
+    decided_by: DecidedBy | None = None
+    """Who decided (None: the loop infers it from the decision, see :func:`decider`)."""
+    rule_id: str | None = None
+    """The rule that decided, when ``decided_by`` is ``rule``."""
 
     @property
     def allows(self) -> bool:
@@ -48,3 +71,12 @@ class ApprovalOutcome:
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 """The callback the loop awaits before a gated call runs."""
+
+
+def decider(outcome: ApprovalOutcome) -> DecidedBy:
+    """Who decided ``outcome``: what it says, else what its decision implies."""
+    if outcome.decided_by is not None:
+        return outcome.decided_by
+    return {"timed_out": "timeout", "cancelled": "cancel", "failed": "error"}.get(
+        outcome.decision, "approver"
+    )  # type: ignore[return-value]

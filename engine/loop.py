@@ -20,10 +20,11 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
+from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, DecidedBy, decider
 from engine.backends.base import Backend, Finish, Message, Notice, ToolSpec
 from engine.events import (
     AgentEvent,
@@ -37,6 +38,7 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
+from engine.hooks import NO_HOOKS, TurnHooks, changes_workspace
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 from engine.turns import Conversation, ToolCallRecord, TurnControl, TurnRequest, TurnResult
@@ -84,12 +86,17 @@ class _Turn:
         request: TurnRequest,
         approve: Approver,
         emit: EventSink,
+        *,
+        hooks: TurnHooks = NO_HOOKS,
     ) -> None:
         self.loop = loop
         self.conversation = conversation
         self.request = request
         self.approve = approve
         self.emit = emit
+        self.hooks = hooks
+        self.changed = False
+        """Whether a call that may change the workspace was let through this turn."""
         self.text_parts: list[str] = []
         self.records: list[ToolCallRecord] = []
         self.calls_used = 0
@@ -102,6 +109,7 @@ class _Turn:
 
     def remember(self, message: Message) -> None:
         self.conversation.messages.append(message)
+        self.hooks.message(message)
 
     async def run(self) -> StopReason:
         specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.offered]
@@ -211,6 +219,7 @@ class _Turn:
         def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
             record.status = status
             record.exit_code = outcome.exit_code if outcome else None
+            self.hooks.call_ended(record, text)
             sandbox = outcome.sandbox if outcome else None
             protected = outcome.protected if outcome else ()
             self.emit(
@@ -234,12 +243,23 @@ class _Turn:
         try:
             if needs_confirm:
                 assert tool is not None
-                refusal = await self._ask(record, tool)
+                refusal, decided_by = await self._ask(record, tool)
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
+            else:
+                decided_by = self._unasked_decider(tool)
+                self.hooks.approval(record, "allow", decided_by)
+            refused = await self._before_run(record, tool, decided_by)
+            if refused is not None:
+                self.emit(StatusNote(f"{record.name} not run: {refused}"))
+                text = f"The tool call was not run: {refused}"
+                end("failed", text)
+                return record, text
             self.emit(StatusNote(f"Running {record.name}"))
+            started = time.monotonic()
             outcome = await self._execute(tool, args, record)
+            self.hooks.after_run(record, outcome, time.monotonic() - started)
         except asyncio.CancelledError:
             text = "The tool call was cancelled by the user."
             end("cancelled", text)
@@ -250,6 +270,26 @@ class _Turn:
             self.succeeded.add(_call_key(call.name, call.arguments))
         end(status, outcome.text, outcome)
         return record, outcome.text
+
+    def _unasked_decider(self, tool: Tool) -> DecidedBy:
+        """Who let a call through without a prompt."""
+        policy = self.request.policy
+        if policy.bypass_permissions:
+            return "bypass"
+        # the gate would ask, so an allow_session grant of this session let it through
+        return "session_grant" if policy.needs_confirm(tool) else "not_required"
+
+    async def _before_run(
+        self, record: ToolCallRecord, tool: Tool, decided_by: DecidedBy
+    ) -> str | None:
+        """The memory's say before a call runs: a checkpoint before the turn's first change,
+        the audit record of the execution. None, or why the call must not run."""
+        if changes_workspace(tool) and not self.changed:
+            refused = await self.hooks.before_first_change(record)
+            if refused is not None:
+                return refused
+            self.changed = True
+        return await self.hooks.before_run(record, tool, decided_by, self.box.bypass)
 
     async def _execute(self, tool: Tool, args: Any, record: ToolCallRecord) -> ToolOutcome:
         ctx = ToolContext(
@@ -268,8 +308,11 @@ class _Turn:
             logger.exception("tool %s failed unexpectedly", record.name)
             return ToolOutcome(text=f"The tool failed unexpectedly: {exc}", failed=True)
 
-    async def _ask(self, record: ToolCallRecord, tool: Tool) -> tuple[ToolStatus, str] | None:
-        """Ask for approval. None means run it; otherwise the status and what the model is told."""
+    async def _ask(
+        self, record: ToolCallRecord, tool: Tool
+    ) -> tuple[tuple[ToolStatus, str] | None, DecidedBy]:
+        """Ask for approval: (None, who allowed it) means run it; otherwise the status and what
+        the model is told."""
         emit = self.emit
         emit(StatusNote(f"Waiting for approval: {record.name}"))
         reason = self.request.policy.reason(tool)
@@ -278,10 +321,22 @@ class _Turn:
                 ApprovalRequest(record.id, record.name, record.arguments, reason)
             )
         except asyncio.CancelledError:
+            self.hooks.approval(record, "cancelled", "cancel")
             raise
         except Exception as exc:  # fail closed: any doubt about an approval means no run
             logger.exception("approval callback failed")
             outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
+        decision = outcome.decision
+        decided_by = decider(outcome)
+        self.hooks.approval(
+            record, decision, decided_by, message=outcome.message, rule_id=outcome.rule_id
+        )
+        return self._refusal(record, outcome), decided_by
+
+    def _refusal(
+        self, record: ToolCallRecord, outcome: ApprovalOutcome
+    ) -> tuple[ToolStatus, str] | None:
+        emit = self.emit
         decision = outcome.decision
         if decision == "allow_session":
             self.conversation.allowed_tools.add(record.name)
@@ -325,9 +380,11 @@ class AgentLoop:
         approve: Approver,
         emit: EventSink,
         control: TurnControl | None = None,
+        *,
+        hooks: TurnHooks = NO_HOOKS,
     ) -> TurnResult:
-        turn = _Turn(self, conversation, request, approve, emit)
-        conversation.messages.append(Message("user", request.prompt))
+        turn = _Turn(self, conversation, request, approve, emit, hooks=hooks)
+        turn.remember(Message("user", request.prompt))
         try:
             stop = await turn.run()
         except asyncio.CancelledError:

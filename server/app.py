@@ -30,13 +30,19 @@ from sandbox.hardening import make_non_dumpable
 from sandbox.policy import SandboxSettings
 from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
+from server.memory_methods import MemoryMethods
 from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options
 from server.protocol import (
     AGENT_CANCEL,
+    AGENT_CHANGES,
     AGENT_CHAT,
     AGENT_MODELS,
     AGENT_PULL_MODEL,
+    AGENT_REWIND,
+    AGENT_SESSION_DELETE,
+    AGENT_SESSION_LOAD,
+    AGENT_SESSIONS,
     AGENT_STATUS,
     METHODS,
     Method,
@@ -125,6 +131,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
 
     @atexit.register
     def _clean_up() -> None:
+        service.memory.close()
         shutil.rmtree(scratch_root, ignore_errors=True)
         cgroups.remove_trees(service.sandbox.trees)
 
@@ -159,12 +166,18 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         problems.clear()
 
     model_methods = ModelMethods(service)
+    memory_methods = MemoryMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
         AGENT_CANCEL: service.cancel,
         AGENT_STATUS: service.status,
         AGENT_MODELS: model_methods.models,
         AGENT_PULL_MODEL: model_methods.pull,
+        AGENT_SESSIONS: memory_methods.sessions,
+        AGENT_SESSION_LOAD: memory_methods.load,
+        AGENT_SESSION_DELETE: memory_methods.delete,
+        AGENT_CHANGES: memory_methods.changes,
+        AGENT_REWIND: memory_methods.rewind,
     }
     for method in METHODS:
         if method.direction == "client->server":

@@ -86,23 +86,26 @@ def _parse_tool_confirm(reply: Any, pending: PendingApproval) -> ApprovalOutcome
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "result"
         return ApprovalOutcome(
-            "failed", f"the editor's answer was malformed ({where}: {first['msg']})"
+            "failed", f"the editor's answer was malformed ({where}: {first['msg']})", "error"
         )
     if answer.approval_id is not None and answer.approval_id != pending.approval_id:
-        return ApprovalOutcome("failed", "the editor's answer named another approval")
-    return ApprovalOutcome(answer.decision, answer.message)
+        return ApprovalOutcome("failed", "the editor's answer named another approval", "error")
+    return ApprovalOutcome(answer.decision, answer.message, "toolConfirm")
 
 
 def _parse_message_action(reply: Any, _pending: PendingApproval) -> ApprovalOutcome:
     if reply is None:
-        return ApprovalOutcome("deny", None)  # the prompt was dismissed: no answer means deny
+        # the prompt was dismissed: no answer means deny
+        return ApprovalOutcome("deny", None, "showMessageRequest")
     title = getattr(reply, "title", None)
     if title is None and isinstance(reply, dict):
         title = reply.get("title")
     decision = ACTIONS.get(str(title))
     if decision is None:
-        return ApprovalOutcome("failed", f"the editor answered with an unknown action {title!r}")
-    return ApprovalOutcome(decision)
+        return ApprovalOutcome(
+            "failed", f"the editor answered with an unknown action {title!r}", "error"
+        )
+    return ApprovalOutcome(decision, None, "showMessageRequest")
 
 
 def shown_code(request: ApprovalRequest) -> str:
@@ -231,11 +234,13 @@ class Approvals:
             error = reply.exception()
             if isinstance(error, ClientCancelled):
                 outcome = ApprovalOutcome(
-                    "failed", "the editor cancelled the approval request without an answer"
+                    "failed", "the editor cancelled the approval request without an answer", "error"
                 )
             elif error is not None:
                 outcome = ApprovalOutcome(
-                    "failed", f"the editor answered the approval request with an error ({error})"
+                    "failed",
+                    f"the editor answered the approval request with an error ({error})",
+                    "error",
                 )
             else:
                 outcome = parse(reply.result(), pending)
@@ -246,13 +251,17 @@ class Approvals:
         except Exception as exc:  # a broken pipe: nobody can be asked
             self._discard(pending)
             logger.warning("could not send the approval request: %s", exc)
-            return ApprovalOutcome("failed", "the editor could not be asked (connection lost)")
+            return ApprovalOutcome(
+                "failed", "the editor could not be asked (connection lost)", "error"
+            )
         loop = asyncio.get_running_loop()
         reply.add_done_callback(lambda f: loop.call_soon_threadsafe(on_reply, f))
         try:
             return await asyncio.wait_for(asyncio.shield(pending.future), timeout_seconds)
         except TimeoutError:
-            self._decide(pending, ApprovalOutcome("timed_out", f"{timeout_seconds:g} seconds"))
+            self._decide(
+                pending, ApprovalOutcome("timed_out", f"{timeout_seconds:g} seconds", "timeout")
+            )
             return pending.future.result()
         finally:
             self._discard(pending)

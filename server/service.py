@@ -17,6 +17,8 @@ from engine import __version__
 from engine.backends.base import GenerationOptions
 from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
+from engine.memory.journal import TurnJournal
+from engine.memory.workspace_memory import MemorySettings, WorkspaceMemory
 from engine.tools import BUILTIN_TOOL_NAMES, builtin_tools
 from engine.turns import TurnControl, TurnRequest, TurnResult
 from sandbox.tiers import Sandbox, unsandboxed
@@ -41,6 +43,7 @@ from server.protocol import (
     ToolCallSummary,
     UnwiredGateData,
 )
+from server.resume import open_saved
 from server.sessions import Session, SessionStore
 
 if TYPE_CHECKING:
@@ -90,6 +93,8 @@ class AgentService:
         self.sessions = SessionStore()
         self.approvals = Approvals(channel)
         self.models = BackendManager(options)
+        self.memory = WorkspaceMemory(workspace, memory_settings(options))
+        """This workspace's sessions, checkpoints and the audit log (in the data folder)."""
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -99,6 +104,7 @@ class AgentService:
         self.options, self.workspace, self.client = options, workspace, client
         self.sandbox = sandbox
         self.models = BackendManager(options)
+        self.memory = WorkspaceMemory(workspace, memory_settings(options))
 
     def sandbox_report(self) -> SandboxReport:
         info = self.sandbox.info
@@ -174,7 +180,7 @@ class AgentService:
             tool_timeout_seconds=o.tool_timeout_seconds,
         )
 
-    def _box_for(self, session_id: str) -> Box:
+    def box_for(self, session_id: str) -> Box:
         """A new session's box: the workspace, this machine's sandbox and a private tmp (removed
         with the server's scratch root)."""
         from sandbox.box import Box  # noqa: PLC0415 - the runner loads with the first session
@@ -220,12 +226,12 @@ class AgentService:
         finally:
             bar.end("Model ready")
 
-    def _session_for(self, params: ChatParams) -> Session:
+    async def _session_for(self, params: ChatParams) -> Session:
         if params.session_id is None:
-            return self.sessions.create(self._box_for)
+            return self.sessions.create(self.box_for)
         session = self.sessions.get(params.session_id)
-        if session is None:
-            raise unknown_session(params.session_id)
+        if session is None:  # saved by an earlier server?
+            session = await open_saved(self.sessions, self.memory, self.box_for, params.session_id)
         if session.busy:
             raise InvalidRequest(
                 f"Session {session.session_id} is still running a turn "
@@ -240,7 +246,7 @@ class AgentService:
         self._check_gate_is_wired(request)
         others = [s for s in self.sessions.all() if s.session_id != params.session_id]
         self.models.check_switch(params.model, any(s.busy for s in others))
-        session = self._session_for(params)
+        session = await self._session_for(params)
 
         turn_id = session.next_turn_id()
         control = TurnControl()
@@ -255,13 +261,23 @@ class AgentService:
             workspace=str(self.workspace),
             timeout_seconds=self.options.confirm_timeout_seconds,
         )
+        journal = TurnJournal(
+            self.memory, session.memory, session.turns, emit=stream.emit, sandbox=self.sandbox.info
+        )
+        result = TurnResult("cancelled", "", [])
         try:
+            if session.resumed_note is not None:
+                stream.emit(StatusNote(session.resumed_note))
+                session.resumed_note = None
             try:
+                await journal.begin(
+                    params.prompt, model=self.models.model_name, settings=turn_settings(request)
+                )
                 backend = await self._load(params.model, stream)
             except asyncio.CancelledError:
                 if not control.cancel_requested:
                     raise  # $/cancelRequest for the chat itself: -32800
-                task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
+                task.uncancel()  # agent/cancel before the model ran: a normal, empty result
                 result = TurnResult("cancelled", "", [])
                 return self._result(session, turn_id, result)
             from engine.loop import AgentLoop  # noqa: PLC0415 - loaded with the first turn
@@ -273,10 +289,14 @@ class AgentService:
                 self.approvals.for_turn(session.session_id, turn_id, prompts, stream.flush),
                 stream.emit,
                 control,
+                hooks=journal,
             )
         finally:
-            stream.flush()
-            session.active, session.active_turn_id = None, None
+            try:
+                await asyncio.shield(journal.end(result.stop_reason, result.text))
+            finally:
+                stream.flush()
+                session.active, session.active_turn_id = None, None
         return self._result(session, turn_id, result)
 
     @staticmethod
@@ -301,3 +321,28 @@ class AgentService:
 
 def _pick(override: bool | None, default: bool) -> bool:
     return default if override is None else override
+
+
+def memory_settings(options: ServerOptions) -> MemorySettings:
+    memory = options.memory
+    return MemorySettings(
+        sessions=memory.sessions,
+        checkpoints=memory.checkpoints,
+        max_file_bytes=memory.checkpoint_max_file_bytes,
+    )
+
+
+def turn_settings(request: TurnRequest) -> dict[str, Any]:
+    """The settings a turn ran with, as saved with it."""
+    policy = request.policy
+    return {
+        "confirmToolCalls": policy.confirm_tool_calls,
+        "confirmCodeExecution": policy.confirm_code_execution,
+        "bypassPermissions": policy.bypass_permissions,
+        "enableTools": request.tools_enabled,
+        "enabledTools": None if request.enabled_tools is None else sorted(request.enabled_tools),
+        "maxToolCalls": request.max_tool_calls,
+        "maxTokens": request.options.max_tokens,
+        "temperature": request.options.temperature,
+        "seed": request.options.seed,
+    }

@@ -3,7 +3,9 @@
 The script is JSON ``{"turns": [...]}``. Each model call takes the next turn as the model's raw
 output and streams it in several chunks through exactly the same parsing path as a real model.
 When the turns run out the model says nothing. A turn is a string, or an object
-``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream).
+``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream);
+with ``"recall": true`` the turn's text is followed by every user message the model was given,
+joined by `` | `` (to show which history a resumed session brought back).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ _TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 class ScriptedTurn:
     text: str
     chunk_delay_seconds: float = 0.0
+    recall: bool = False
 
 
 def split_into_tokens(text: str) -> list[str]:
@@ -53,7 +56,7 @@ def _parse_turn(index: int, raw: Any) -> ScriptedTurn:
         valid = isinstance(delay, int | float) and not isinstance(delay, bool)
         if not valid or not math.isfinite(delay) or delay < 0:
             raise BackendError(f"turns[{index}].chunkDelayMs must be a number >= 0")
-        return ScriptedTurn(raw["text"], float(delay) / 1000.0)
+        return ScriptedTurn(raw["text"], float(delay) / 1000.0, raw.get("recall") is True)
     raise BackendError(f'turns[{index}] must be a string or an object with a "text" string')
 
 
@@ -111,7 +114,10 @@ class ScriptedBackend(Backend):
             return
         turn = self._turns[self._cursor]
         self._cursor += 1
-        for count, token in enumerate(split_into_tokens(turn.text)):
+        text = turn.text
+        if turn.recall:
+            text += " " + " | ".join(m.content for m in messages if m.role == "user")
+        for count, token in enumerate(split_into_tokens(text)):
             if options.max_tokens is not None and count >= options.max_tokens:
                 yield Finish("length")
                 return

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from engine.approvals import ClientDecision
 from engine.events import StopReason, ToolStatus
 from engine.gate import ConfirmReason
+from engine.memory.kinds import RewindScope
 from sandbox.info import IsolationLevel
 from server.protocol.approvals import SandboxState, ToolConfirmParams, ToolConfirmResult
 from server.protocol.base import ClientAnswer, StrictParams, WireModel, optional
@@ -42,6 +43,25 @@ from server.protocol.errors import (
     InvalidParamsData,
     ModelUnavailableData,
     UnwiredGateData,
+)
+from server.protocol.memory import (
+    ChangesParams,
+    ChangesResult,
+    FileChangeInfo,
+    HistoryToolCall,
+    HistoryTurn,
+    MemoryUnavailableData,
+    RewindConflict,
+    RewindFile,
+    RewindParams,
+    RewindResult,
+    RewindSkipped,
+    SessionDeleteResult,
+    SessionInfo,
+    SessionLoadResult,
+    SessionParams,
+    SessionsParams,
+    SessionsResult,
 )
 from server.protocol.model_list import (
     ModelDescription,
@@ -79,6 +99,11 @@ AGENT_STATUS = "agent/status"
 AGENT_STREAM = "agent/stream"
 AGENT_MODELS = "agent/models"
 AGENT_PULL_MODEL = "agent/pullModel"
+AGENT_SESSIONS = "agent/sessions"
+AGENT_SESSION_LOAD = "agent/session/load"
+AGENT_SESSION_DELETE = "agent/session/delete"
+AGENT_CHANGES = "agent/changes"
+AGENT_REWIND = "agent/rewind"
 TOOL_CONFIRM = "toolConfirm"
 
 Client = Literal["vscode", "chat"]
@@ -149,6 +174,53 @@ METHODS: tuple[Method, ...] = (
         "Fetch a model from the Hugging Face Hub (resumable, checksummed, $/progress).",
     ),
     Method(
+        AGENT_SESSIONS,
+        "request",
+        "client->server",
+        SessionsParams,
+        SessionsResult,
+        (),
+        "This workspace's sessions, saved by this server or an earlier one.",
+    ),
+    Method(
+        AGENT_SESSION_LOAD,
+        "request",
+        "client->server",
+        SessionParams,
+        SessionLoadResult,
+        (),
+        "Open a saved session in this server and return its history (grants are not revived).",
+    ),
+    Method(
+        AGENT_SESSION_DELETE,
+        "request",
+        "client->server",
+        SessionParams,
+        SessionDeleteResult,
+        (),
+        "Delete a saved session (its audit records stay: the log is append-only).",
+    ),
+    Method(
+        AGENT_CHANGES,
+        "request",
+        "client->server",
+        ChangesParams,
+        ChangesResult,
+        (),
+        "What one turn changed in the workspace, per file with a unified diff, command "
+        "effects included.",
+    ),
+    Method(
+        AGENT_REWIND,
+        "request",
+        "client->server",
+        RewindParams,
+        RewindResult,
+        (),
+        "Restore the workspace and/or the conversation to just before a turn; files changed by "
+        "hand since are conflicts that need force.",
+    ),
+    Method(
         AGENT_STREAM,
         "notification",
         "server->client",
@@ -174,9 +246,14 @@ METHODS: tuple[Method, ...] = (
 
 __all__ = [
     "AGENT_CANCEL",
+    "AGENT_CHANGES",
     "AGENT_CHAT",
     "AGENT_MODELS",
     "AGENT_PULL_MODEL",
+    "AGENT_REWIND",
+    "AGENT_SESSIONS",
+    "AGENT_SESSION_DELETE",
+    "AGENT_SESSION_LOAD",
     "AGENT_STATUS",
     "AGENT_STREAM",
     "ERROR_CODES",
@@ -191,6 +268,8 @@ __all__ = [
     "BusySessionData",
     "CancelParams",
     "CancelResult",
+    "ChangesParams",
+    "ChangesResult",
     "ChatParams",
     "ChatResult",
     "Client",
@@ -199,9 +278,13 @@ __all__ = [
     "ConfirmReason",
     "ContentEvent",
     "ErrorData",
+    "FileChangeInfo",
     "GatehouseCapabilities",
+    "HistoryToolCall",
+    "HistoryTurn",
     "InvalidParamsData",
     "IsolationLevel",
+    "MemoryUnavailableData",
     "Method",
     "ModelDescription",
     "ModelUnavailableData",
@@ -213,9 +296,21 @@ __all__ = [
     "PullModelParams",
     "PullModelResult",
     "ReasoningEvent",
+    "RewindConflict",
+    "RewindFile",
+    "RewindParams",
+    "RewindResult",
+    "RewindScope",
+    "RewindSkipped",
     "SandboxReport",
     "SandboxState",
+    "SessionDeleteResult",
+    "SessionInfo",
+    "SessionLoadResult",
+    "SessionParams",
     "SessionSummary",
+    "SessionsParams",
+    "SessionsResult",
     "StatusEvent",
     "StatusParams",
     "StatusResult",

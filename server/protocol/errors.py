@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from server.protocol.base import WireModel
+from server.protocol.memory import MemoryUnavailableData
 from server.protocol.model_list import PullCancelledData, PullFailedData
 
 PARSE_ERROR = -32700
@@ -69,5 +70,6 @@ ErrorData = (
     | ModelUnavailableData
     | PullFailedData
     | PullCancelledData
+    | MemoryUnavailableData
 )
 """Every shape of ``error.data`` the server sends."""

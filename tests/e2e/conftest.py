@@ -53,6 +53,16 @@ class Peer:
     """Every agent/stream type, toolConfirm and showMessageRequest, in arrival order."""
     answer: Answer = answer_allow
     init_result: Any = None
+    stopped: bool = False
+
+    async def stop(self) -> None:
+        """Shut the server down (``shutdown`` + ``exit``), as an editor closing does."""
+        if not self.stopped:
+            self.stopped = True
+            try:
+                await asyncio.wait_for(self.client.shutdown_session(), 10)
+            finally:
+                await self.client.stop()
 
     async def request(self, method: str, params: Any) -> Any:
         return await self.client.protocol.send_request_async(method, params)
@@ -177,10 +187,7 @@ async def start_server(tmp_path: Path) -> AsyncIterator[StartServer]:
 
     yield start
     for peer in peers:
-        try:
-            await asyncio.wait_for(peer.client.shutdown_session(), 10)
-        finally:
-            await peer.client.stop()
+        await peer.stop()
 
 
 @pytest.fixture
