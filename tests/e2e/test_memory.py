@@ -233,9 +233,7 @@ async def test_code_is_refused_when_its_audit_record_cannot_be_written(
     start_server: StartServer, private_data_dir: Path, workspace: Path
 ) -> None:
     (private_data_dir / "audit").write_text("not a folder")  # the log cannot be created
-    peer = await start_server(
-        [tool_call("terminal", command="touch ran.txt"), "It was refused."]
-    )
+    peer = await start_server([tool_call("terminal", command="touch ran.txt"), "It was refused."])
     result = await peer.chat("go")
     (call,) = result["toolCalls"]
     assert call["status"] == "failed"
