@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.connection import ConnectionLost, ErrorResponse, RpcClient
+from harness.sessions import SessionCommands
 from harness.terminal import LineReader
 from harness.view import View
 from server.protocol import (
@@ -45,6 +46,11 @@ from server.protocol.display import visible
 logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+COMMANDS = (
+    "/new starts a new session, /sessions lists the saved ones, /resume N continues one, "
+    "/changes [TURN] shows what a turn changed, /rewind [TURN] [files|conversation|both] "
+    "[force] undoes it, /quit exits"
+)
 PROMPT = "  Allow? [y]es / [s]ession / [N]o (Enter = no): "
 NO_TTY = "no terminal to ask on: denied; use --approve allow to allow"
 NO_TTY_MESSAGE = "nobody was at a terminal to approve it"
@@ -87,6 +93,7 @@ class Chat:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[Any] | None = None
         self._no_tty_denial = False
+        self.memory = SessionCommands(self)
 
     # --- output ----------------------------------------------------------------------------
 
@@ -273,7 +280,10 @@ class Chat:
             _diag("error: the server's agent/chat result is not in the protocol")
             return EXIT_ERROR
         self.view.end_turn(result)
+        if result.session_id != self.session_id:
+            self.memory.turn_ids = []
         self.session_id = result.session_id
+        self.memory.learn_turn(result.turn_id)
         if result.stop_reason == "end_turn":
             return EXIT_OK
         return EXIT_INTERRUPTED if result.stop_reason == "cancelled" else EXIT_ERROR
@@ -289,11 +299,21 @@ class Chat:
             text = line.strip()
             if text == "/quit":
                 return EXIT_OK
-            if text == "/new":
+            command, *words = text.split() if text.startswith("/") else ("", text)
+            if command == "/new":
                 self.session_id = None
+                self.memory.turn_ids = []
                 self.view.note("(new session)")
-            elif text.startswith("/"):
-                self.view.note(f"unknown command {text}: /new starts a new session, /quit exits")
+            elif command == "/sessions":
+                await self.memory.sessions()
+            elif command == "/resume":
+                await self.memory.resume(words[0] if words else "")
+            elif command == "/changes":
+                await self.memory.changes(words)
+            elif command == "/rewind":
+                await self.memory.rewind(words)
+            elif command:
+                self.view.note(f"unknown command {command}: {COMMANDS}")
             elif text:
                 await self.turn(text)
 
@@ -310,6 +330,8 @@ class Chat:
             # Its own session: a terminal's Ctrl-C reaches only us, and we decide (agent/cancel).
             await self.client.start(self._server_argv(), new_session=True)
             info = await self._initialize()
+            if not await self.memory.resume_from_args():
+                return EXIT_ERROR
             if self.args.prompt is not None:
                 code = await self.turn(self.args.prompt)
             else:

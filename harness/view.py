@@ -213,7 +213,11 @@ class View:
         if self.out is not None:
             where = f"{workspace} · {sandbox_text(self.sandbox)}"
             self.out.line(f"gatehouse {version} · {where}", style="dim")
-            self.out.line("/new starts a new session, /quit (or Ctrl-D) exits", style="dim")
+            self.out.line(
+                "/new starts a new session, /sessions and /resume N reopen saved ones, /changes "
+                "and /rewind show and undo a turn, /quit (or Ctrl-D) exits",
+                style="dim",
+            )
 
     def end_turn(self, result: ChatResult | None) -> None:
         self._mode = ""
