@@ -20,7 +20,7 @@ from typing import Any
 
 import _common as c
 
-BENCHMARKS: tuple[str, ...] = ("cold_start", "stream_throughput", "confirm_roundtrip")
+BENCHMARKS: tuple[str, ...] = ("cold_start", "stream_throughput", "confirm_roundtrip", "memory")
 DEFAULT_JSON = c.BENCH_DIR / "results.json"
 
 

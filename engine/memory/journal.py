@@ -130,7 +130,7 @@ class TurnJournal(TurnHooks):
         if self.before is not None:
             ref = checkpoint_ref(self.session_id, self.n, "after")
             try:
-                after = await self.memory.snapshot(f"after turn {self.turn_id}", ref)
+                after = await self.memory.snapshot(f"after turn {self.turn_id}", ref, ignored=False)
             except ShadowError as exc:
                 logger.warning("no checkpoint after %s: %s", self.turn_id, exc)
                 after = None

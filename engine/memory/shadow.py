@@ -62,7 +62,6 @@ _CONFIG: tuple[tuple[str, str], ...] = (
     ("submodule.recurse", "false"),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
-    ("index.threads", "1"),
 )
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -166,15 +165,7 @@ class ShadowRepo:
         self, *args: str, stdin: bytes | None = None, check: bool = True, work_tree: bool = True
     ) -> bytes:
         """Run one git command; its stdout."""
-        if self._git is None:
-            self._git = find_git(self.workspace)
-        argv = [self._git]
-        for key, value in _CONFIG:
-            argv += ["-c", f"{key}={value}"]
-        argv += args
-        env = self._env()
-        if not work_tree:
-            del env["GIT_WORK_TREE"], env["GIT_DIR"]
+        argv, env = self._command(args, work_tree)
         try:
             done = subprocess.run(
                 argv,
@@ -192,6 +183,62 @@ class ShadowRepo:
             detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise ShadowError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
         return done.stdout
+
+    def _command(
+        self, args: Sequence[str], work_tree: bool = True
+    ) -> tuple[list[str], dict[str, str]]:
+        if self._git is None:
+            self._git = find_git(self.workspace)
+        argv = [self._git]
+        for key, value in _CONFIG:
+            argv += ["-c", f"{key}={value}"]
+        argv += args
+        env = self._env()
+        if not work_tree:
+            del env["GIT_WORK_TREE"], env["GIT_DIR"]
+        return argv, env
+
+    def _start(self, *args: str) -> subprocess.Popen[bytes]:
+        """Start a read-only git command that runs beside the next ones."""
+        argv, env = self._command(args)
+        try:
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=self.folder,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise ShadowError(f"git {args[0]} could not run: {exc}") from exc
+
+    @staticmethod
+    def _finish(proc: subprocess.Popen[bytes]) -> bytes:
+        try:
+            out, _ = proc.communicate(timeout=GIT_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
+            raise ShadowError("git ls-files did not finish in time") from exc
+        if proc.returncode != 0:
+            raise ShadowError(f"git ls-files failed ({proc.returncode})")
+        return out
+
+    def _write_ref(self, ref: str, commit: str) -> None:
+        """A loose ref of our own repository (what ``update-ref`` would write)."""
+        parts = ref.split("/")
+        if parts[:2] != ["refs", "gatehouse"] or any(p in ("", ".", "..") for p in parts):
+            raise ShadowError(f"not a checkpoint ref: {ref!r}")
+        path = self.git_dir.joinpath(*parts)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(commit + "\n", encoding="ascii")
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise ShadowError(f"cannot write the checkpoint ref {ref}: {exc}") from exc
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -238,11 +285,26 @@ class ShadowRepo:
         """Record the workspace as it is now; ``ref`` (``refs/gatehouse/...``) keeps it."""
         started = time.perf_counter()
         with self._locked():
-            listed = _split(
-                self.git(
-                    "ls-files", "-z", "--others", "--modified", "--deleted", "--exclude-standard"
+            # what .gitignore excludes is listed beside the rest (it only reads the workspace)
+            listing = (
+                self._start(
+                    "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
                 )
+                if ignored
+                else None
             )
+            try:
+                listed = _split(
+                    self.git(
+                        "ls-files", "-z", "--others", "--modified", "--deleted",
+                        "--exclude-standard",
+                    )
+                )  # fmt: skip
+            except BaseException:
+                if listing is not None:
+                    listing.kill()
+                    listing.communicate()
+                raise
             update, remove, too_large, own = self._classify(dict.fromkeys(listed))
             if remove:
                 self.git("update-index", "--force-remove", "-z", "--stdin", stdin=_join(remove))
@@ -257,18 +319,7 @@ class ShadowRepo:
                     stdin=_join(update),
                 )
             tree = self.git("write-tree").decode().strip()
-            excluded: list[str] = []
-            if ignored:
-                excluded = _split(
-                    self.git(
-                        "ls-files",
-                        "-z",
-                        "--others",
-                        "--ignored",
-                        "--exclude-standard",
-                        "--directory",
-                    )
-                )
+            excluded = [] if listing is None else _split(self._finish(listing))
             snap = Snapshot("", tree, tuple(sorted(too_large)), tuple(sorted(own)), tuple(excluded))
             commit = self._cache.tree_commits.get(_cache_key(snap))
             if commit is None:
@@ -278,7 +329,7 @@ class ShadowRepo:
                 commit = self.git("commit-tree", tree, "-m", message).decode().strip()
                 self._cache.tree_commits[_cache_key(snap)] = commit
             if ref is not None:
-                self.git("update-ref", ref, commit)
+                self._write_ref(ref, commit)
         return Snapshot(
             commit,
             tree,

@@ -165,7 +165,7 @@ class WorkspaceMemory:
         self.repo()
         return self._git_problem
 
-    async def snapshot(self, label: str, ref: str | None) -> Snapshot:
+    async def snapshot(self, label: str, ref: str | None, *, ignored: bool = True) -> Snapshot:
         """A checkpoint of the workspace now (raises :class:`ShadowError`). The work finishes
         even if the awaiting task is cancelled (the repository stays consistent)."""
         repo = self.repo()
@@ -177,7 +177,7 @@ class WorkspaceMemory:
                 self.places.prepare()
             except OSError as exc:
                 raise ShadowError(f"cannot create {self.places.folder}: {exc.strerror}") from exc
-            return repo.snapshot(label, ref)
+            return repo.snapshot(label, ref, ignored=ignored)
 
         task = asyncio.ensure_future(asyncio.to_thread(take))
         return await asyncio.shield(task)
