@@ -179,7 +179,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         SessionsParams,
         SessionsResult,
-        ("chat",),
+        ("vscode", "chat"),
         "This workspace's sessions, saved by this server or an earlier one.",
     ),
     Method(
@@ -188,7 +188,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         SessionParams,
         SessionLoadResult,
-        ("chat",),
+        ("vscode", "chat"),
         "Open a saved session in this server and return its history (grants are not revived).",
     ),
     Method(
@@ -197,7 +197,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         SessionParams,
         SessionDeleteResult,
-        (),
+        ("vscode",),
         "Delete a saved session (its audit records stay: the log is append-only).",
     ),
     Method(
@@ -206,7 +206,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         ChangesParams,
         ChangesResult,
-        ("chat",),
+        ("vscode", "chat"),
         "What one turn changed in the workspace, per file with a unified diff, command "
         "effects included.",
     ),
@@ -216,7 +216,7 @@ METHODS: tuple[Method, ...] = (
         "client->server",
         RewindParams,
         RewindResult,
-        ("chat",),
+        ("vscode", "chat"),
         "Restore the workspace and/or the conversation to just before a turn; files changed by "
         "hand since are conflicts that need force.",
     ),

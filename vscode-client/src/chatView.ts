@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
 import { modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
+import type { FileChangeView, TurnMemoryUi } from './memory';
 import type { Decision } from './protocol';
 
 export const VIEW_ID = 'gatehouse.chat';
@@ -28,6 +29,9 @@ type ToView =
   | { type: 'endTurn'; note: string }
   | { type: 'approval'; view: ApprovalView }
   | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome }
+  | { type: 'tagTurn'; turnId: string }
+  | { type: 'turnChanges'; turnId: string; files: FileChangeView[] }
+  | { type: 'turnUndone'; turnId: string; note: string }
   | { type: 'clear' };
 
 /** Webview -> host. */
@@ -36,12 +40,16 @@ type FromView =
   | { type: 'send'; prompt: string }
   | { type: 'stop' }
   | { type: 'newSession' }
-  | { type: 'approve'; approvalId: string; decision: Decision; message?: string };
+  | { type: 'approve'; approvalId: string; decision: Decision; message?: string }
+  | { type: 'openDiff'; turnId: string; path: string }
+  | { type: 'undoTurn'; turnId: string };
 
 export interface ChatActions {
   send(prompt: string): void;
   stop(): void;
   newSession(): void;
+  openDiff?(turnId: string, path: string): void;
+  undoTurn?(turnId: string): void;
 }
 
 const DECISIONS: readonly string[] = ['allow', 'allow_session', 'deny'];
@@ -52,7 +60,7 @@ const MODAL_BUTTONS: ReadonlyArray<[string, Decision]> = [
   ['Allow for Session', 'allow_session'],
 ];
 
-export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
+export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, TurnMemoryUi, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
   /** Every message since the last `clear`, replayed into a new webview. */
@@ -151,6 +159,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   endTurn(note: string): void {
     this.post({ type: 'endTurn', note });
   }
+
+  // --- TurnMemoryUi -------------------------------------------------------------------------------
+
+  tagTurn(turnId: string): void {
+    this.post({ type: 'tagTurn', turnId });
+  }
+  showTurnChanges(turnId: string, files: FileChangeView[]): void {
+    this.post({ type: 'turnChanges', turnId, files });
+  }
+  markTurnUndone(turnId: string, note: string): void {
+    this.post({ type: 'turnUndone', turnId, note });
+  }
+
   clear(): void {
     // Cards of the old session stay answerable until the server withdraws them.
     this.history = this.history.filter((m) => m.type === 'approval' && this.pending.has(m.view.approvalId));
@@ -205,6 +226,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
         break;
       case 'newSession':
         this.actions?.newSession();
+        break;
+      case 'openDiff':
+        if (typeof message.turnId === 'string' && typeof message.path === 'string') this.actions?.openDiff?.(message.turnId, message.path);
+        break;
+      case 'undoTurn':
+        if (typeof message.turnId === 'string') this.actions?.undoTurn?.(message.turnId);
         break;
       case 'approve': {
         const resolve = this.pending.get(message.approvalId);
