@@ -293,7 +293,8 @@ class AgentService:
             )
         finally:
             try:
-                await asyncio.shield(journal.end(result.stop_reason, result.text))
+                model = self.models.model_name
+                await asyncio.shield(journal.end(result.stop_reason, result.text, model))
             finally:
                 stream.flush()
                 session.active, session.active_turn_id = None, None

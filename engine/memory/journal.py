@@ -125,7 +125,7 @@ class TurnJournal(TurnHooks):
                 )
             )
 
-    async def end(self, stop_reason: str, text: str) -> None:
+    async def end(self, stop_reason: str, text: str, model: str | None = None) -> None:
         """The turn is over: the checkpoint after it (if it changed anything), its result."""
         if self.before is not None:
             ref = checkpoint_ref(self.session_id, self.n, "after")
@@ -139,7 +139,8 @@ class TurnJournal(TurnHooks):
         if self.saving:
             state, n = self.state, self.n
             self.memory.write(
-                "the session", lambda db: db.end_turn(state.session_id, n, stop_reason, text)
+                "the session",
+                lambda db: db.end_turn(state.session_id, n, stop_reason, text, model=model),
             )
 
     def _set_checkpoint(

@@ -338,15 +338,27 @@ class SessionDB:
                 )
 
     def end_turn(
-        self, session_id: str, n: int, stop_reason: str, text: str, now: float | None = None
+        self,
+        session_id: str,
+        n: int,
+        stop_reason: str,
+        text: str,
+        *,
+        model: str | None = None,
+        now: float | None = None,
     ) -> None:
+        """Record how a turn ended (and the model that ran it, once it is known)."""
         now = time.time() if now is None else now
         with self._tx():
             self._db.execute(
-                "UPDATE turns SET ended=?, stop_reason=?, text=? WHERE session_id=? AND n=?",
-                (now, stop_reason, text, session_id, n),
+                "UPDATE turns SET ended=?, stop_reason=?, text=?, model=COALESCE(?, model) "
+                "WHERE session_id=? AND n=?",
+                (now, stop_reason, text, model, session_id, n),
             )
-            self._db.execute("UPDATE sessions SET updated=? WHERE id=?", (now, session_id))
+            self._db.execute(
+                "UPDATE sessions SET updated=?, model=COALESCE(?, model) WHERE id=?",
+                (now, model, session_id),
+            )
 
     def rewind_conversation(self, session_id: str, n: int) -> None:
         """Turns ``n`` and later leave the conversation (kept, marked rewound)."""

@@ -3,10 +3,11 @@
 A transcript is a list of steps: ``{"send": message}`` (or ``{"sendRaw": text}`` for bytes that are
 not a JSON-RPC message) and ``{"expect": message}``. Values the server makes up are placeholders:
 ``<session:N>``, ``<call:N>``, ``<approval:N>``, ``<request:N>`` (a server request's id; bound at
-first sight, equal ever after, also inside
-other strings such as turn and request ids), ``<workspace>``, ``<level>``, and ``<any>`` for text
-that depends on the machine (the sandbox's reason). Consecutive text deltas of one kind are merged,
-since the server coalesces them by time: a transcript records the merged text.
+first sight, equal ever after, also inside other strings such as turn and request ids),
+``<workspace>``, ``<level>``, ``<time>`` (an ISO 8601 UTC time), ``<commit>`` (a checkpoint's id),
+and ``<any>`` for text that depends on the machine (the sandbox's reason). Each server runs with a
+data folder of its own beside the workspace. Consecutive text deltas of one kind are merged, since
+the server coalesces them by time: a transcript records the merged text.
 """
 
 from __future__ import annotations
@@ -32,7 +33,16 @@ QUIET_SECONDS = 0.3
 """After the last expected message, nothing more may arrive for this long."""
 
 _TOKEN_FIELDS = {"sessionId": "session", "toolCallId": "call", "approvalId": "approval"}
-_PLACEHOLDER = re.compile(r"<(session|call|approval|request):(\d+)>|<workspace>|<level>|<any>")
+_PLACEHOLDER = re.compile(
+    r"<(session|call|approval|request):(\d+)>|<workspace>|<level>|<any>|<time>|<commit>"
+)
+_FIXED = {
+    "<time>": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
+    "<commit>": r"[0-9a-f]{40}",
+}
+_TIME = re.compile(_FIXED["<time>"])
+_COMMIT = re.compile(_FIXED["<commit>"])
+_TIME_FIELDS = {"created", "lastActivity", "started"}
 _MERGEABLE = {"content", "reasoning", "tool_output", "tool_args"}
 _LEVEL_IN_TEXT = re.compile(r"(isolation: )(strong|standard|limits-only|none)\b")
 
@@ -95,6 +105,10 @@ def normalise(data: Any, bindings: Bindings, key: str = "") -> Any:
                 out[k] = "<level>"
             elif k == "reason" and isinstance(v, str) and len(v.split()) > 3:
                 out[k] = "<any>"  # the sandbox's reason: a sentence about this machine
+            elif k in _TIME_FIELDS and isinstance(v, str) and _TIME.fullmatch(v):
+                out[k] = "<time>"
+            elif k == "checkpoint" and isinstance(v, str) and _COMMIT.fullmatch(v):
+                out[k] = "<commit>"
             else:
                 out[k] = normalise(v, bindings, k)
         return out
@@ -116,6 +130,8 @@ def _pattern(expected: str, bindings: Bindings) -> tuple[re.Pattern[str], list[s
         token = match.group(0)
         if token == "<workspace>":
             parts.append(re.escape(bindings.workspace))
+        elif token in _FIXED:
+            parts.append(_FIXED[token])
         elif token == "<any>":
             parts.append(".*")
         elif token in bindings.values:
@@ -188,7 +204,11 @@ class ServerPeer:
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={
+                **os.environ,
+                "PYTHONUNBUFFERED": "1",
+                "GATEHOUSE_DATA_DIR": str(self.workspace.parent / "gatehouse-data"),
+            },
         )
         self._reader = asyncio.create_task(self._read())
         params: dict[str, Any] = {"processId": None, "capabilities": capabilities}
