@@ -8,11 +8,14 @@ Everything goes through the wire (``agent/sessions``, ``agent/session/load``,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import argparse
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from harness.connection import ErrorResponse
+from harness.connection import ErrorResponse, RpcClient
+from harness.terminal import LineReader
+from harness.view import View
 from server.protocol import (
     AGENT_CHANGES,
     AGENT_REWIND,
@@ -25,8 +28,18 @@ from server.protocol import (
     SessionsResult,
 )
 
-if TYPE_CHECKING:
-    from harness.chat import Chat
+
+class Chat(Protocol):
+    """What these commands use of :class:`harness.chat.Chat`."""
+
+    args: argparse.Namespace
+    client: RpcClient
+    view: View
+    lines: LineReader
+    session_id: str | None
+
+    def emit_json(self, record: dict[str, Any]) -> None: ...
+
 
 HISTORY_SHOWN = 5
 """Turns of a resumed session shown before the prompt."""

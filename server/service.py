@@ -105,6 +105,7 @@ class AgentService:
         self.sandbox = sandbox
         self.models = BackendManager(options)
         self.memory = WorkspaceMemory(workspace, memory_settings(options))
+        self.memory.warm_up()
 
     def sandbox_report(self) -> SandboxReport:
         info = self.sandbox.info

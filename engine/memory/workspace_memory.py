@@ -94,6 +94,11 @@ class WorkspaceMemory:
             self._db = SessionDB(self.places.sessions_db)
         return self._db
 
+    def warm_up(self) -> None:
+        """Open the sessions database in the background (the first turn then does not wait)."""
+        if self.settings.sessions:
+            self.write("the session database", lambda _db: None)
+
     def write(self, what: str, fn: Callable[[SessionDB], Any]) -> Future[Any]:
         """Hand a database write to the worker; a failure is logged and kept in
         :attr:`problem` (the caller goes on)."""
