@@ -193,6 +193,8 @@ async def streaming(runs: int, tmp: Path) -> dict[str, Any]:
         out[name] = {
             "tokens_per_second": c.summary([tokens / s.seconds for s in got]),
             "first_delta_seconds": c.summary([s.first_delta for s in got]),
+            # CPU time is counted in clock ticks: summed over all runs, it is precise enough
+            "server_cpu_per_token": sum(s.server_cpu for s in got) / (tokens * len(got)),
         }
     out["paired_ratio"] = c.summary(
         [
@@ -273,13 +275,16 @@ def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as name:
         tmp = Path(name)
         cp = checkpoints(5 if quick else 20, tmp)
-        stream = asyncio.run(streaming(5 if quick else 30, tmp))
+        stream = asyncio.run(streaming(5 if quick else 60, tmp))
         reopen = asyncio.run(reopening(3 if quick else 10, tmp))
     ratio = (
         stream["saved"]["tokens_per_second"]["median"]
         / stream["in_process"]["tokens_per_second"]["median"]
     )
     one = cp["one_changed_file"]
+    cpu_ratio = (
+        stream["saved"]["server_cpu_per_token"] / stream["in_process"]["server_cpu_per_token"]
+    )
     headline = [
         ["memory: checkpoint, 10,000 files, 1 changed: median (p90)",
          f"{c.ms(one['median'])} ({c.ms(one['p90'])})"],
@@ -293,6 +298,10 @@ def run(quick: bool) -> dict[str, Any]:
         ["memory: stream tokens/s, sessions saved / in process",
          f"{c.rate(stream['saved']['tokens_per_second']['median'])} / "
          f"{c.rate(stream['in_process']['tokens_per_second']['median'])} ({c.ratio(ratio)})"],
+        ["memory: server CPU per token, sessions saved / in process",
+         f"{stream['saved']['server_cpu_per_token'] * 1e6:.1f} us / "
+         f"{stream['in_process']['server_cpu_per_token'] * 1e6:.1f} us "
+         f"({c.ratio(cpu_ratio)})"],
         ["memory: first delta, sessions saved / in process (median)",
          f"{c.ms(stream['saved']['first_delta_seconds']['median'])} / "
          f"{c.ms(stream['in_process']['first_delta_seconds']['median'])}"],
@@ -308,6 +317,7 @@ def run(quick: bool) -> dict[str, Any]:
         "checkpoints": cp,
         "streaming": stream,
         "stream_ratio_saved_over_in_process": ratio,
+        "stream_cpu_ratio_saved_over_in_process": cpu_ratio,
         "reopening": reopen,
         "headline": headline,
     }
