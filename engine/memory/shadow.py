@@ -32,45 +32,21 @@ import json
 import logging
 import os
 import stat
-import subprocess
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.runtime import UntrustedProgram, find_program, verify_program
+from engine.memory.git import ATTRIBUTES, CONFIG, Git, ShadowError, find_git
+
+__all__ = ["EMPTY_TREE", "Entry", "ShadowError", "ShadowRepo", "Snapshot", "blob_id", "find_git"]
 
 logger = logging.getLogger(__name__)
 
-GIT_TIMEOUT_SECONDS = 120.0
-ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -export-subst\n"
-_CONFIG: tuple[tuple[str, str], ...] = (
-    ("core.hooksPath", "/dev/null"),
-    ("core.fsmonitor", "false"),
-    ("core.untrackedCache", "false"),
-    ("core.autocrlf", "false"),
-    ("core.safecrlf", "false"),
-    ("core.symlinks", "true"),
-    ("core.fileMode", "true"),
-    ("core.ignoreCase", "false"),
-    ("core.precomposeUnicode", "false"),
-    ("core.quotePath", "false"),
-    ("core.sparseCheckout", "false"),
-    ("core.splitIndex", "false"),
-    ("core.excludesFile", "/dev/null"),
-    ("core.attributesFile", "/dev/null"),
-    ("submodule.recurse", "false"),
-    ("gc.auto", "0"),
-    ("maintenance.auto", "false"),
-)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 Entry = tuple[str, str]
 """(mode, object id) of a path in a tree: ``100644``/``100755`` files, ``120000`` links."""
-
-
-class ShadowError(Exception):
-    """git could not be run, or failed."""
 
 
 @dataclass(frozen=True)
@@ -110,18 +86,6 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def find_git(workspace: Path) -> str:
-    """The git binary to run (outside the workspace, not writable by others)."""
-    git = find_program("git", workspace)
-    if git is None:
-        raise ShadowError("git is not installed (checkpoints need it)")
-    try:
-        verify_program(os.path.realpath(git))
-    except (OSError, UntrustedProgram) as exc:
-        raise ShadowError(f"{git} cannot be trusted: {exc}") from exc
-    return git
-
-
 class ShadowRepo:
     """The checkpoints of one workspace (blocking methods: call them from a worker thread)."""
 
@@ -134,97 +98,18 @@ class ShadowRepo:
         self.git_dir = folder / "repo"
         self.index = folder / "index"
         self.home = folder / "home"
-        self._git = git
+        self._runner = Git(
+            folder=folder,
+            git_dir=self.git_dir,
+            index=self.index,
+            home=self.home,
+            workspace=self.workspace,
+            binary=git,
+        )
+        self.git = self._runner.run
+        self._start = self._runner.start
+        self._finish = self._runner.finish
         self._cache = _Cache()
-
-    # --- running git ------------------------------------------------------------------------
-
-    def _env(self) -> dict[str, str]:
-        git = self._git or ""
-        return {
-            "PATH": os.pathsep.join(dict.fromkeys([os.path.dirname(git), "/usr/bin", "/bin"])),
-            "GIT_DIR": str(self.git_dir),
-            "GIT_WORK_TREE": str(self.workspace),
-            "GIT_INDEX_FILE": str(self.index),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "GIT_ATTR_NOSYSTEM": "1",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0",
-            "HOME": str(self.home),
-            "XDG_CONFIG_HOME": str(self.home),
-            "LC_ALL": "C",
-            "GIT_AUTHOR_NAME": "Gatehouse",
-            "GIT_AUTHOR_EMAIL": "gatehouse@localhost",
-            "GIT_COMMITTER_NAME": "Gatehouse",
-            "GIT_COMMITTER_EMAIL": "gatehouse@localhost",
-        }
-
-    def git(
-        self, *args: str, stdin: bytes | None = None, check: bool = True, work_tree: bool = True
-    ) -> bytes:
-        """Run one git command; its stdout."""
-        argv, env = self._command(args, work_tree)
-        try:
-            done = subprocess.run(
-                argv,
-                input=stdin,
-                capture_output=True,
-                env=env,
-                cwd=self.folder,
-                timeout=GIT_TIMEOUT_SECONDS,
-                check=False,
-                close_fds=True,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise ShadowError(f"git {args[0]} could not run: {exc}") from exc
-        if check and done.returncode != 0:
-            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise ShadowError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
-        return done.stdout
-
-    def _command(
-        self, args: Sequence[str], work_tree: bool = True
-    ) -> tuple[list[str], dict[str, str]]:
-        if self._git is None:
-            self._git = find_git(self.workspace)
-        argv = [self._git]
-        for key, value in _CONFIG:
-            argv += ["-c", f"{key}={value}"]
-        argv += args
-        env = self._env()
-        if not work_tree:
-            del env["GIT_WORK_TREE"], env["GIT_DIR"]
-        return argv, env
-
-    def _start(self, *args: str) -> subprocess.Popen[bytes]:
-        """Start a read-only git command that runs beside the next ones."""
-        argv, env = self._command(args)
-        try:
-            return subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                cwd=self.folder,
-                close_fds=True,
-            )
-        except OSError as exc:
-            raise ShadowError(f"git {args[0]} could not run: {exc}") from exc
-
-    @staticmethod
-    def _finish(proc: subprocess.Popen[bytes]) -> bytes:
-        try:
-            out, _ = proc.communicate(timeout=GIT_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired as exc:
-            proc.kill()
-            proc.communicate()
-            raise ShadowError("git ls-files did not finish in time") from exc
-        if proc.returncode != 0:
-            raise ShadowError(f"git ls-files failed ({proc.returncode})")
-        return out
 
     def _write_ref(self, ref: str, commit: str) -> None:
         """A loose ref of our own repository (what ``update-ref`` would write)."""
@@ -265,7 +150,7 @@ class ShadowRepo:
             self.home.mkdir(mode=0o700, exist_ok=True)
             self.git_dir.mkdir(mode=0o700, exist_ok=True)
             self.git("init", "--quiet", "--bare", str(self.git_dir), work_tree=False)
-            for key, value in _CONFIG:
+            for key, value in CONFIG:
                 self.git(
                     "config", "--file", str(self.git_dir / "config"), key, value, work_tree=False
                 )

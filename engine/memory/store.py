@@ -28,76 +28,22 @@ from pathlib import Path
 from typing import Any
 
 from engine.backends.base import Message
+from engine.memory.owners import owner_alive, process_identity
+from engine.memory.schema import SCHEMA, SCHEMA_VERSION, StoreError, Transaction
 
-SCHEMA_VERSION = 1
+__all__ = [
+    "SessionDB",
+    "SessionRow",
+    "StoreError",
+    "StoredCall",
+    "StoredSession",
+    "StoredTurn",
+    "make_title",
+    "owner_alive",
+    "process_identity",
+]
+
 TITLE_LENGTH = 80
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    turns INTEGER NOT NULL DEFAULT 0,
-    model TEXT,
-    owner TEXT
-);
-CREATE TABLE IF NOT EXISTS turns (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    n INTEGER NOT NULL,
-    prompt TEXT NOT NULL,
-    started REAL NOT NULL,
-    ended REAL,
-    stop_reason TEXT,
-    text TEXT,
-    model TEXT,
-    settings TEXT,
-    first_seq INTEGER NOT NULL,
-    rewound INTEGER NOT NULL DEFAULT 0,
-    checkpoint_before TEXT,
-    checkpoint_after TEXT,
-    not_captured TEXT,
-    PRIMARY KEY (session_id, n)
-);
-CREATE TABLE IF NOT EXISTS messages (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    turn INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    name TEXT,
-    tool_call_id TEXT,
-    status TEXT,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE TABLE IF NOT EXISTS tool_calls (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn INTEGER NOT NULL,
-    call_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    arguments TEXT NOT NULL,
-    status TEXT,
-    exit_code INTEGER,
-    result TEXT,
-    decision TEXT,
-    decided_by TEXT,
-    PRIMARY KEY (session_id, call_id)
-);
-CREATE TABLE IF NOT EXISTS grants (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn INTEGER NOT NULL,
-    tool TEXT NOT NULL,
-    granted REAL NOT NULL,
-    PRIMARY KEY (session_id, tool)
-);
-CREATE INDEX IF NOT EXISTS sessions_by_activity ON sessions(updated);
-"""
-
-
-class StoreError(Exception):
-    """The sessions database cannot be used (unwritable, full disk, newer schema...)."""
 
 
 @dataclass(frozen=True)
@@ -148,35 +94,6 @@ class StoredSession:
     next_seq: int
 
 
-def process_identity(pid: int | None = None) -> str:
-    """``pid:start-time`` of a process (the start time tells a reused pid apart)."""
-    pid = os.getpid() if pid is None else pid
-    return f"{pid}:{_start_time(pid)}"
-
-
-def _start_time(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return stat[stat.rfind(b")") + 2 :].split()[19].decode()
-    except (OSError, IndexError):
-        return "?"
-
-
-def owner_alive(owner: str | None) -> bool:
-    """Whether the process that claimed a session still runs."""
-    if not owner:
-        return False
-    pid_text, _, start = owner.partition(":")
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    if pid == os.getpid():
-        return True
-    return _start_time(pid) == start and start != "?"
-
-
 def make_title(prompt: str) -> str:
     line = next((part.strip() for part in prompt.splitlines() if part.strip()), "")
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
@@ -215,7 +132,7 @@ class SessionDB:
                 )
             if version == SCHEMA_VERSION:
                 return
-        self._db.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
+        self._db.executescript("BEGIN;" + SCHEMA + "COMMIT;")
         with self._tx():
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)",
@@ -225,8 +142,8 @@ class SessionDB:
     def close(self) -> None:
         self._db.close()
 
-    def _tx(self, *, read: bool = False) -> _Transaction:
-        return _Transaction(self._db, "BEGIN" if read else "BEGIN IMMEDIATE")
+    def _tx(self, *, read: bool = False) -> Transaction:
+        return Transaction(self._db, "BEGIN" if read else "BEGIN IMMEDIATE")
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -441,36 +358,3 @@ class SessionDB:
                 if turn_n not in rewound:
                     messages.append((seq, turn_n, Message(role, content, name, call_id, status)))
         return StoredSession(row, turns, messages, last_seq + 1)
-
-
-class _Transaction:
-    """``BEGIN [IMMEDIATE]`` ... ``COMMIT`` (``ROLLBACK`` on error); errors become
-    :class:`StoreError`."""
-
-    def __init__(self, db: sqlite3.Connection, begin: str) -> None:
-        self._db = db
-        self._begin = begin
-        self._outer = False
-
-    def __enter__(self) -> _Transaction:
-        self._outer = not self._db.in_transaction
-        if self._outer:
-            try:
-                self._db.execute(self._begin)
-            except sqlite3.Error as exc:
-                raise StoreError(f"the sessions database is not available: {exc}") from exc
-        return self
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if not self._outer:
-            return
-        if exc is None:
-            try:
-                self._db.execute("COMMIT")
-                return
-            except sqlite3.Error as commit_error:
-                exc = commit_error
-        with contextlib.suppress(sqlite3.Error):
-            self._db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"the sessions database could not be written: {exc}") from exc
