@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from engine.datadir import ENV
 from engine.memory.audit import AuditLog, AuditUnavailable
 from engine.memory.places import Places
 from engine.memory.shadow import ShadowError, ShadowRepo, Snapshot, find_git
@@ -149,6 +151,10 @@ class WorkspaceMemory:
             return None
         with self._lock:
             if self._repo is None and self._git_problem is None:
+                exposed = self.exposed
+                if exposed is not None:  # git would read a configuration approved code can write
+                    self._git_problem = exposed
+                    return None
                 try:
                     git = find_git(self.workspace)
                 except ShadowError as exc:
@@ -161,6 +167,19 @@ class WorkspaceMemory:
                     git=git,
                 )
             return self._repo
+
+    @property
+    def exposed(self) -> str | None:
+        """Why the data folder cannot be trusted: it lies inside the workspace, where approved
+        code can write (None: it does not)."""
+        root = os.path.realpath(self.places.root)
+        workspace = str(self.workspace)
+        if root == workspace or root.startswith(workspace.rstrip("/") + "/"):
+            return (
+                f"the data folder {root} is inside the workspace, where approved code can write "
+                f"it; set {ENV} to a folder outside the workspace"
+            )
+        return None
 
     @property
     def checkpoints_off(self) -> str | None:

@@ -222,3 +222,13 @@ def test_a_file_too_large_to_capture_is_never_written_back(
     assert plan is not None
     assert plan.steps == []
     assert [path for path, _why in plan.skipped] == ["data.bin"]
+
+
+def test_no_checkpoint_when_the_data_folder_lies_inside_the_workspace(workspace: Path) -> None:
+    from engine.memory.workspace_memory import MemorySettings, WorkspaceMemory
+
+    inside = WorkspaceMemory(workspace, MemorySettings(), root=workspace / ".local" / "gatehouse")
+    assert inside.repo() is None
+    assert "inside the workspace" in (inside.checkpoints_off or "")
+    outside = WorkspaceMemory(workspace, MemorySettings(), root=workspace.parent / "data")
+    assert outside.repo() is not None and outside.checkpoints_off is None
