@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine.memory.checkpoints import (
@@ -214,7 +215,8 @@ class MemoryMethods:
         if n is None or n not in {t.n for t in stored.turns}:
             raise unknown_turn(turn_id)
         turns = [
-            TurnCheckpoints(t.n, t.checkpoint_before, t.checkpoint_after) for t in stored.turns
+            TurnCheckpoints(t.n, t.checkpoint_before, t.checkpoint_after, t.files_undone)
+            for t in stored.turns
         ]
         return n, turns, None
 
@@ -266,6 +268,7 @@ class MemoryMethods:
                         checkpoint=plan.now,
                     )
                 applied = await self._apply(session, params, plan)
+                await self._mark_undone(session, n)
                 result = RewindResult(
                     applied=True,
                     files=[RewindFile(path=p, action=a) for p, a in applied.restored],
@@ -282,7 +285,7 @@ class MemoryMethods:
     async def _plan(
         self, session: Session, n: int, turns: list[TurnCheckpoints]
     ) -> RewindPlan | None:
-        if not any(t.n >= n and t.before for t in turns):
+        if not any(t.n >= n and t.before and not t.undone for t in turns):
             return None
         workspace = self._service.memory.workspace
         ref = checkpoint_ref(session.session_id, n, f"rewind-{int(time.time() * 1000)}")
@@ -345,6 +348,15 @@ class MemoryMethods:
             }
         )
         return applied
+
+    async def _mark_undone(self, session: Session, n: int) -> None:
+        """Turns ``n`` and later have been written back: later rewinds leave them out."""
+        state = session.memory
+        state.checkpoints = [replace(c, undone=True) if c.n >= n else c for c in state.checkpoints]
+        memory = self._service.memory
+        if memory.settings.sessions:
+            session_id = session.session_id
+            memory.write("the rewind", lambda db: db.undo_files(session_id, n))
 
     async def _rewind_conversation(self, session: Session, n: int, params: RewindParams) -> None:
         state = session.memory

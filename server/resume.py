@@ -72,7 +72,7 @@ async def open_saved(
     state.next_seq = stored.next_seq
     state.message_turns = [turn for _seq, turn, _m in stored.messages]
     state.checkpoints = [
-        TurnCheckpoints(t.n, t.checkpoint_before, t.checkpoint_after)
+        TurnCheckpoints(t.n, t.checkpoint_before, t.checkpoint_after, t.files_undone)
         for t in stored.turns
         if t.checkpoint_before
     ]

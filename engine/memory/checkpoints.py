@@ -34,6 +34,8 @@ class TurnCheckpoints:
     n: int
     before: str | None
     after: str | None
+    undone: bool = False
+    """A rewind already wrote its file changes back: later rewinds leave it out."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def plan_rewind(
 ) -> RewindPlan | None:
     """What rewinding to just before turn ``n`` writes; None when no turn from ``n`` on
     changed anything. ``now`` is a checkpoint of the workspace as it is."""
-    later = sorted((t for t in turns if t.n >= n and t.before), key=lambda t: t.n)
+    later = sorted((t for t in turns if t.n >= n and t.before and not t.undone), key=lambda t: t.n)
     if not later:
         return None
     base = later[0].before

@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS turns (
     settings TEXT,
     first_seq INTEGER NOT NULL,
     rewound INTEGER NOT NULL DEFAULT 0,
+    files_undone INTEGER NOT NULL DEFAULT 0,
     checkpoint_before TEXT,
     checkpoint_after TEXT,
     not_captured TEXT,

@@ -79,6 +79,8 @@ class StoredTurn:
     model: str | None
     first_seq: int
     rewound: bool
+    files_undone: bool
+    """Its file changes were written back by a rewind."""
     checkpoint_before: str | None
     checkpoint_after: str | None
     not_captured: list[str]
@@ -286,6 +288,14 @@ class SessionDB:
             self._db.execute("DELETE FROM grants WHERE session_id=? AND turn>=?", (session_id, n))
             self._db.execute("UPDATE sessions SET updated=? WHERE id=?", (time.time(), session_id))
 
+    def undo_files(self, session_id: str, n: int) -> None:
+        """Turns ``n`` and later had their file changes written back (a files rewind): a later
+        rewind no longer counts them as the agent's."""
+        with self._tx():
+            self._db.execute(
+                "UPDATE turns SET files_undone=1 WHERE session_id=? AND n>=?", (session_id, n)
+            )
+
     def delete(self, session_id: str) -> bool:
         with self._tx():
             cursor = self._db.execute("DELETE FROM sessions WHERE id=?", (session_id,))
@@ -324,13 +334,15 @@ class SessionDB:
                     model=r[6],
                     first_seq=r[7],
                     rewound=bool(r[8]),
+                    files_undone=bool(r[12]),
                     checkpoint_before=r[9],
                     checkpoint_after=r[10],
                     not_captured=json.loads(r[11]) if r[11] else [],
                 )
                 for r in self._db.execute(
                     "SELECT n, prompt, started, ended, stop_reason, text, model, first_seq, "
-                    "rewound, checkpoint_before, checkpoint_after, not_captured FROM turns "
+                    "rewound, checkpoint_before, checkpoint_after, not_captured, files_undone "
+                    "FROM turns "
                     "WHERE session_id=? ORDER BY n",
                     (session_id,),
                 )

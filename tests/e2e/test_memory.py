@@ -255,3 +255,29 @@ async def test_an_unusable_data_folder_is_a_clear_error_and_the_server_keeps_ser
     error = await expect_error(peer.request("agent/sessions", {}))
     assert "data folder" in str(error)
     assert (await peer.request("agent/status", {}))["version"]
+
+
+async def test_rewinding_again_to_an_earlier_turn_does_not_call_the_first_rewind_a_hand_edit(
+    start_server: StartServer, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("zero\n")
+    peer = await start_server(
+        [
+            tool_call("terminal", command="echo one > a.txt"),
+            "One.",
+            tool_call("terminal", command="echo two > a.txt"),
+            "Two.",
+        ]
+    )
+    first = await peer.chat("first")
+    session_id = first["sessionId"]
+    second = await peer.chat("second", sessionId=session_id)
+    undo_second = await peer.request(
+        "agent/rewind", {"sessionId": session_id, "turnId": second["turnId"], "scope": "files"}
+    )
+    assert undo_second["applied"] and (workspace / "a.txt").read_text() == "one\n"
+    undo_first = await peer.request(
+        "agent/rewind", {"sessionId": session_id, "turnId": first["turnId"], "scope": "files"}
+    )
+    assert undo_first["conflicts"] == []
+    assert undo_first["applied"] and (workspace / "a.txt").read_text() == "zero\n"
