@@ -280,6 +280,58 @@
     turn = null;
   }
 
+  function turnMessage(turnId) {
+    return findById('.message.assistant', 'data-turn-id', turnId);
+  }
+
+  function tagTurn(turnId) {
+    const messages = transcript.querySelectorAll('.message.assistant');
+    const last = messages[messages.length - 1];
+    if (last && !last.hasAttribute('data-turn-id')) last.setAttribute('data-turn-id', turnId);
+  }
+
+  const ACTIONS = { created: 'A', modified: 'M', deleted: 'D' };
+
+  function showTurnChanges(turnId, files) {
+    const message = turnMessage(turnId);
+    if (!message) return;
+    const old = message.querySelector('.turn-changes');
+    if (old) old.remove();
+    const box = el('div', 'turn-changes');
+    box.append(el('div', 'turn-changes-title', files.length === 1 ? '1 file changed' : files.length + ' files changed'));
+    const list = el('ul', 'turn-files');
+    for (const file of files) {
+      const item = el('li', 'turn-file');
+      const link = el('a', 'turn-file-link', file.path);
+      link.href = '#';
+      link.title = 'Show the diff';
+      link.setAttribute('data-path', file.path);
+      link.addEventListener('click', (event) => {
+        event.preventDefault();
+        vscode.postMessage({ type: 'openTurnDiff', turnId, path: file.path });
+      });
+      const action = el('span', 'turn-file-action', ACTIONS[file.action] || '?');
+      action.title = file.action;
+      action.dataset.action = file.action;
+      item.append(action, link);
+      list.append(item);
+    }
+    const undo = el('button', 'undo-turn', 'Undo this turn');
+    undo.type = 'button';
+    undo.addEventListener('click', () => vscode.postMessage({ type: 'undoTurn', turnId }));
+    box.append(list, undo);
+    message.append(box);
+  }
+
+  function turnUndone(turnId, note) {
+    const message = turnMessage(turnId);
+    if (!message) return;
+    message.classList.add('undone');
+    const undo = message.querySelector('.undo-turn');
+    if (undo) undo.remove();
+    message.append(el('div', 'turn-note undone-note', note));
+  }
+
   function showError(text) {
     errorBox.textContent = text || '';
     errorBox.hidden = !text;
@@ -307,6 +359,9 @@
     endTurn: (m) => endTurn(m.note),
     approval: (m) => showApproval(m.view),
     closeApproval: (m) => closeApproval(m.approvalId, m.outcome, m.label),
+    tagTurn: (m) => tagTurn(m.turnId),
+    turnChanges: (m) => showTurnChanges(m.turnId, m.files),
+    turnUndone: (m) => turnUndone(m.turnId, m.note),
     clear: () => clear(),
   };
 

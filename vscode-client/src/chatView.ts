@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
 import { modalChoices, modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
+import type { FileChangeView, TurnMemoryUi } from './memory';
 import type { ProposalEditors } from './proposals';
 import type { UserEdit } from './protocol';
 
@@ -29,6 +30,9 @@ type ToView =
   | { type: 'endTurn'; note: string }
   | { type: 'approval'; view: ApprovalView }
   | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome; label?: string }
+  | { type: 'tagTurn'; turnId: string }
+  | { type: 'turnChanges'; turnId: string; files: FileChangeView[] }
+  | { type: 'turnUndone'; turnId: string; note: string }
   | { type: 'clear' };
 
 /** Webview -> host. */
@@ -38,16 +42,20 @@ type FromView =
   | { type: 'stop' }
   | { type: 'newSession' }
   | { type: 'approve'; approvalId: string; choice: string; message?: string }
-  | { type: 'openDiff'; approvalId: string; path: string };
+  | { type: 'openDiff'; approvalId: string; path: string }
+  | { type: 'openTurnDiff'; turnId: string; path: string }
+  | { type: 'undoTurn'; turnId: string };
 
 export interface ChatActions {
   send(prompt: string): void;
   stop(): void;
   newSession(): void;
+  openDiff?(turnId: string, path: string): void;
+  undoTurn?(turnId: string): void;
 }
 
 
-export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
+export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, TurnMemoryUi, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
   /** Every message since the last `clear`, replayed into a new webview. */
@@ -162,6 +170,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   endTurn(note: string): void {
     this.post({ type: 'endTurn', note });
   }
+
+  // --- TurnMemoryUi -------------------------------------------------------------------------------
+
+  tagTurn(turnId: string): void {
+    this.post({ type: 'tagTurn', turnId });
+  }
+  showTurnChanges(turnId: string, files: FileChangeView[]): void {
+    this.post({ type: 'turnChanges', turnId, files });
+  }
+  markTurnUndone(turnId: string, note: string): void {
+    this.post({ type: 'turnUndone', turnId, note });
+  }
+
   clear(): void {
     // Cards of the old session stay answerable until the server withdraws them.
     this.history = this.history.filter((m) => m.type === 'approval' && this.pending.has(m.view.approvalId));
@@ -223,6 +244,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
             void vscode.window.showErrorMessage(`Gatehouse: cannot open the diff of ${message.path}: ${error instanceof Error ? error.message : String(error)}`);
           });
         }
+        break;
+      case 'openTurnDiff':
+        if (typeof message.turnId === 'string' && typeof message.path === 'string') this.actions?.openDiff?.(message.turnId, message.path);
+        break;
+      case 'undoTurn':
+        if (typeof message.turnId === 'string') this.actions?.undoTurn?.(message.turnId);
         break;
       case 'approve': {
         const pending = this.pending.get(message.approvalId);

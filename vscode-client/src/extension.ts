@@ -4,6 +4,8 @@ import { askApproval } from './approvals';
 import { ChatSession } from './chatSession';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ServerManager } from './client';
+import { Memory } from './memory';
+import { memoryShell } from './memoryShell';
 import { modelSetting, watchSettings } from './config';
 import { MemoryFs, ORIGINAL_SCHEME, PROPOSAL_SCHEME, ProposalEditors } from './proposals';
 import { selectModel } from './modelPicker';
@@ -44,7 +46,13 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   server = manager;
   const rules = new RulesViewProvider(manager);
-  const chat = new ChatSession(manager, view, { onTurnEnd: () => void refreshStatus() });
+  const chat = new ChatSession(manager, view, {
+    onTurnEnd: (result) => {
+      void refreshStatus();
+      void memory.afterTurn(result);
+    },
+  });
+  const memory = new Memory(manager, view, memoryShell(), chat);
   const refreshStatus = async (): Promise<void> => {
     try {
       const status = await manager.status();
@@ -54,7 +62,13 @@ export function activate(context: vscode.ExtensionContext): void {
       log.warn(`agent/status failed: ${String(error)}`);
     }
   };
-  view.setActions({ send: (prompt) => void chat.send(prompt), stop: () => void chat.stop(), newSession: () => chat.newSession() });
+  view.setActions({
+    send: (prompt) => void chat.send(prompt),
+    stop: () => void chat.stop(),
+    newSession: () => chat.newSession(),
+    openDiff: (turnId, path) => void memory.openDiff(turnId, path),
+    undoTurn: (turnId) => void memory.undo(turnId),
+  });
 
   const command = (id: string, run: () => unknown): vscode.Disposable => vscode.commands.registerCommand(id, run);
   context.subscriptions.push(
@@ -76,6 +90,7 @@ export function activate(context: vscode.ExtensionContext): void {
     watchSettings(() => void manager.restartIfChanged(), log),
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     command('gatehouse.newSession', () => chat.newSession()),
+    command('gatehouse.openSession', () => memory.openSession()),
     command('gatehouse.stop', () => chat.stop()),
     command('gatehouse.restartServer', () => manager.restart()),
     command('gatehouse.showLogs', () => log.show()),
