@@ -72,11 +72,25 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
     Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+_data_dir: Any = None
+
+
+def data_dir() -> Path:
+    """A data folder of this benchmark process (sessions, checkpoints, the audit log), removed
+    when it exits: benchmarks never write into the user's."""
+    global _data_dir  # noqa: PLW0603 - one per benchmark process
+    if _data_dir is None:
+        _data_dir = tempfile.TemporaryDirectory(prefix="gatehouse-bench-data-")
+    return Path(_data_dir.name)
+
+
 def child_env() -> dict[str, str]:
     """The environment for server children: ours, but allowed to use and write bytecode caches
-    (this machine sets PYTHONDONTWRITEBYTECODE; an installed server has its ``.pyc`` files)."""
+    (this machine sets PYTHONDONTWRITEBYTECODE; an installed server has its ``.pyc`` files),
+    with a data folder of the benchmark's own."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["GATEHOUSE_DATA_DIR"] = str(data_dir())
     return env
 
 

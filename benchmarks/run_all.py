@@ -25,6 +25,7 @@ BENCHMARKS: tuple[str, ...] = (
     "stream_throughput",
     "confirm_roundtrip",
     "many_sessions",
+    "memory",
 )
 DEFAULT_JSON = c.BENCH_DIR / "results.json"
 

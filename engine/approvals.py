@@ -24,6 +24,26 @@ ClientDecision = Literal["allow", "allow_session", "deny"]
 Decision = Literal[ClientDecision, "timed_out", "cancelled", "failed"]
 """Every outcome of an approval: a person's answer, or why no answer counts."""
 
+Decider = Literal[
+    "toolConfirm",
+    "showMessageRequest",
+    "session_grant",
+    "bypass",
+    "not_required",
+    "timeout",
+    "cancel",
+    "error",
+    "rule",
+    "approver",
+]
+"""How a call was decided (the audit log's ``decidedBy``; the wire's ``tool_end.decidedBy`` is
+the fuller :class:`engine.rules.decision.DecidedBy`): the person, through
+``toolConfirm`` or the ``window/showMessageRequest`` fallback; an ``allow_session`` grant of this
+session; the request's ``bypassPermissions``; nobody, because the gate's flags ask nothing for
+this tool (``not_required``); no answer in time (``timeout``); a cancel; a failed, malformed or
+impossible prompt (``error``, never an approval); a rule (with its ``ruleId``); an approval
+callback that does not say (``approver``: embedders and tests)."""
+
 
 @dataclass(frozen=True)
 class ApprovalRequest:
@@ -61,6 +81,9 @@ class ApprovalOutcome:
     edits: dict[str, str] | None = None
     """With ``allow``/``allow_session`` of an edit: the user's own version of some of its files
     (path -> full text), written instead of the proposal's."""
+    via: Decider | None = None
+    """How the answer came (``toolConfirm``, ``showMessageRequest``...; None: inferred from the
+    decision, see :func:`decider`)."""
 
     @property
     def allows(self) -> bool:
@@ -69,3 +92,12 @@ class ApprovalOutcome:
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 """The callback the loop awaits before a gated call runs."""
+
+
+def decider(outcome: ApprovalOutcome) -> Decider:
+    """How ``outcome`` was decided: what it says, else what its decision implies."""
+    if outcome.via is not None:
+        return outcome.via
+    return {"timed_out": "timeout", "cancelled": "cancel", "failed": "error"}.get(
+        outcome.decision, "approver"
+    )  # type: ignore[return-value]

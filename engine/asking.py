@@ -12,9 +12,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
+from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, Decider, decider
 from engine.edits import FileEdit
 from engine.events import AgentEvent, StatusNote, ToolStatus
+from engine.hooks import NO_HOOKS, TurnHooks
 from engine.rules.book import RuleBook
 from engine.rules.decision import Choice, DecidedBy
 from engine.rules.policy import Verdict
@@ -37,11 +38,13 @@ class Asking:
         emit: Callable[[AgentEvent], None],
         book: RuleBook,
         conversation_key: str,
+        hooks: TurnHooks = NO_HOOKS,
     ) -> None:
         self.approve = approve
         self.emit = emit
         self.book = book
         self.conversation_key = conversation_key
+        self.hooks = hooks
 
     async def ask(
         self,
@@ -69,11 +72,15 @@ class Asking:
         try:
             outcome = await self.approve(request)
         except asyncio.CancelledError:
+            record.via = "cancel"
+            self.hooks.approval(record, "cancelled", "cancel")
             raise
         except Exception as exc:  # fail closed: any doubt about an approval means no run
             logger.exception("approval callback failed")
             outcome = ApprovalOutcome("failed", f"the approval could not be obtained ({exc})")
         decision = outcome.decision
+        record.via = decider(outcome)
+        self.hooks.approval(record, decision, record.via, message=outcome.message)
         if outcome.allows:
             choice = outcome.choice or request.choice(
                 "allow_session" if decision == "allow_session" else "allow_once"
@@ -108,3 +115,17 @@ class Asking:
         if note is not None:
             self.emit(StatusNote(note))
         return detail
+
+
+def unasked_decider(decided: DecidedBy, bypass: bool) -> tuple[Decider, str | None]:
+    """How a call nobody was asked about was decided, for the audit log, and the rule's id when
+    a rule decided: a grant of this session, another rule, ``bypassPermissions``, or no confirm
+    setting covering the tool."""
+    if decided.kind == "rule":
+        rule = decided.rules[0] if decided.rules else None
+        if rule is not None and rule.source == "session":
+            return "session_grant", rule.id
+        return "rule", None if rule is None else rule.id
+    if bypass:
+        return "bypass", None
+    return "not_required", None

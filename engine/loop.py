@@ -21,12 +21,13 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver
-from engine.asking import DENIED_TEXT, Asking
+from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, Decision
+from engine.asking import DENIED_TEXT, Asking, unasked_decider
 from engine.backends.base import Backend, Finish, Message, Notice, ToolSpec
 from engine.edits import EditorDocuments
 from engine.events import (
@@ -41,7 +42,9 @@ from engine.events import (
     ToolStarted,
     ToolStatus,
 )
+from engine.hooks import NO_HOOKS, TurnHooks, changes_workspace
 from engine.rules.book import RuleBook
+from engine.rules.decision import DecidedBy
 from engine.rules.policy import Verdict, decide
 from engine.toolcalls import ArgsPreview, ParsedToolCall, ParseEvent, TextPiece, ToolCallParser
 from engine.tools.base import Tool, ToolContext, ToolError, ToolOutcome, canonical_arguments
@@ -94,12 +97,17 @@ class _Turn:
         request: TurnRequest,
         approve: Approver,
         emit: EventSink,
+        *,
+        hooks: TurnHooks = NO_HOOKS,
     ) -> None:
         self.loop = loop
         self.conversation = conversation
         self.request = request
         self.approve = approve
         self.emit = emit
+        self.hooks = hooks
+        self.changed = False
+        """Whether a call that may change the workspace was let through this turn."""
         self.text_parts: list[str] = []
         self.records: list[ToolCallRecord] = []
         self.calls_used = 0
@@ -109,13 +117,14 @@ class _Turn:
         self.book = RuleBook(
             request.rules, conversation.grants, request.user_rules_folder, request.rules_scope
         )
-        self.asking = Asking(approve, emit, self.book, conversation.key)
+        self.asking = Asking(approve, emit, self.book, conversation.key, hooks)
 
     def result(self, stop_reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason, "".join(self.text_parts), list(self.records))
 
     def remember(self, message: Message) -> None:
         self.conversation.messages.append(message)
+        self.hooks.message(message)
 
     async def run(self) -> StopReason:
         specs = [ToolSpec(t.name, t.description, t.parameters_schema()) for t in self.offered]
@@ -248,6 +257,7 @@ class _Turn:
         def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
             record.status = status
             record.exit_code = outcome.exit_code if outcome else None
+            self.hooks.call_ended(record, text)
             sandbox = outcome.sandbox if outcome else None
             protected = outcome.protected if outcome else ()
             edits = outcome.edits if outcome else ()
@@ -311,6 +321,7 @@ class _Turn:
         record.decided_by = verdict.decided_by
         if verdict.outcome == "deny":
             assert verdict.decided_by is not None
+            self._unasked(record, "deny", verdict.decided_by)
             self.emit(StatusNote(f"Denied: {record.name} ({verdict.decided_by.detail})"))
             text = f"The tool call was not run: it is {verdict.decided_by.detail}."
             end("denied", text)
@@ -324,6 +335,8 @@ class _Turn:
                 if refusal is not None:
                     end(*refusal)
                     return record, refusal[1]
+            elif verdict.decided_by is not None:
+                self._unasked(record, "allow", verdict.decided_by)
             decided = record.decided_by
             # What the tool is handed must be what was decided (the process is checked again
             # by the executor right before it starts).
@@ -332,13 +345,21 @@ class _Turn:
                 text = "The tool call was not run: it is not what was approved."
                 end("failed", text)
                 return record, text
+            refused = await self._before_run(record, tool)
+            if refused is not None:  # fail closed: no checkpoint or no audit record, no run
+                self.emit(StatusNote(f"{record.name} not run: {refused}"))
+                text = f"The tool call was not run: {refused}"
+                end("failed", text)
+                return record, text
             self.emit(StatusNote(f"Running {record.name}"))
             ctx = replace(ctx, digest=decided.content_sha256)
+            started = time.monotonic()
             if isinstance(tool, EditTool) and proposal is not None:
                 # A cancel never cuts a write off half-way: the call reports what is on disk.
                 outcome = await uncut(self._guarded(tool.apply(proposal, ctx, versions), record))
             else:
                 outcome = await self._guarded(tool.run(args, ctx), record)
+            self.hooks.after_run(record, outcome, time.monotonic() - started)
         except asyncio.CancelledError as exc:
             cancelled(exc.outcome if isinstance(exc, WrittenBeforeCancel) else None)
             raise
@@ -347,6 +368,21 @@ class _Turn:
             self.succeeded.add(_call_key(call.name, call.arguments))
         end(status, outcome.text, outcome)
         return record, outcome.text
+
+    def _unasked(self, record: ToolCallRecord, decision: Decision, decided: DecidedBy) -> None:
+        """Tell the hooks how a call nobody was asked about was decided."""
+        record.via, rule_id = unasked_decider(decided, self.request.policy.bypass_permissions)
+        self.hooks.approval(record, decision, record.via, rule_id=rule_id)
+
+    async def _before_run(self, record: ToolCallRecord, tool: Tool) -> str | None:
+        """The memory's say before a call runs: a checkpoint before the turn's first change,
+        the audit record of the execution. None, or why the call must not run."""
+        if changes_workspace(tool) and not self.changed:
+            refused = await self.hooks.before_first_change(record)
+            if refused is not None:
+                return refused
+            self.changed = True
+        return await self.hooks.before_run(record, tool, record.via or "approver", self.box.bypass)
 
     async def _guarded(
         self, running: Coroutine[Any, Any, ToolOutcome], record: ToolCallRecord
@@ -395,9 +431,11 @@ class AgentLoop:
         approve: Approver,
         emit: EventSink,
         control: TurnControl | None = None,
+        *,
+        hooks: TurnHooks = NO_HOOKS,
     ) -> TurnResult:
-        turn = _Turn(self, conversation, request, approve, emit)
-        conversation.messages.append(Message("user", request.prompt))
+        turn = _Turn(self, conversation, request, approve, emit, hooks=hooks)
+        turn.remember(Message("user", request.prompt))
         try:
             stop = await turn.run()
         except asyncio.CancelledError:

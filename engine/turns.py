@@ -16,6 +16,7 @@ from engine.events import StopReason, ToolStatus
 from engine.gate import GatePolicy
 
 if TYPE_CHECKING:  # rules load with the first turn
+    from engine.approvals import Decider
     from engine.rules.decision import DecidedBy
     from engine.rules.model import Rule
 
@@ -51,6 +52,8 @@ class ToolCallRecord:
     decided_by: DecidedBy | None = None
     """Who decided whether it ran: which rule (id, source), which person's answer, or which
     setting, with the SHA-256 of what was decided. None: it never reached the gate (invalid)."""
+    via: Decider | None = None
+    """How it was decided, for the audit log (``toolConfirm``, ``session_grant``, ``rule``...)."""
 
 
 @dataclass

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from harness.connection import ConnectionLost, ErrorResponse, RpcClient
 from harness.rules import RulesCommand
+from harness.sessions import SessionCommands
 from harness.terminal import LineReader
 from harness.view import View
 from server.protocol import (
@@ -48,6 +49,11 @@ logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROMPT_END = "(Enter = deny): "
+COMMANDS = (
+    "/new starts a new session, /sessions lists the saved ones, /resume N continues one, "
+    "/changes [TURN] shows what a turn changed, /rewind [TURN] [files|conversation|both] "
+    "[force] undoes it, /rules lists the rules, /quit exits"
+)
 NO_TTY = "no terminal to ask on: denied; use --approve allow to allow"
 NO_TTY_MESSAGE = "nobody was at a terminal to approve it"
 VERSION = metadata.version("gatehouse")
@@ -97,6 +103,7 @@ class Chat:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[Any] | None = None
         self._no_tty_denial = False
+        self.memory = SessionCommands(self)
 
     # --- output ----------------------------------------------------------------------------
 
@@ -293,7 +300,10 @@ class Chat:
             _diag("error: the server's agent/chat result is not in the protocol")
             return EXIT_ERROR
         self.view.end_turn(result)
+        if result.session_id != self.session_id:
+            self.memory.turn_ids = []
         self.session_id = result.session_id
+        self.memory.learn_turn(result.turn_id)
         if result.stop_reason == "end_turn":
             return EXIT_OK
         return EXIT_INTERRUPTED if result.stop_reason == "cancelled" else EXIT_ERROR
@@ -309,16 +319,23 @@ class Chat:
             text = line.strip()
             if text == "/quit":
                 return EXIT_OK
-            if text == "/new":
+            command, *words = text.split() if text.startswith("/") else ("", text)
+            if command == "/new":
                 self.session_id = None
+                self.memory.turn_ids = []
                 self.view.note("(new session)")
-            elif text == "/rules" or text.startswith("/rules "):
-                await RulesCommand(self.client, self.view, self.session_id).run(text[6:].strip())
-            elif text.startswith("/"):
-                self.view.note(
-                    f"unknown command {text}: /new starts a new session, /rules lists the "
-                    "rules, /quit exits"
-                )
+            elif command == "/rules":
+                await RulesCommand(self.client, self.view, self.session_id).run(" ".join(words))
+            elif command == "/sessions":
+                await self.memory.sessions()
+            elif command == "/resume":
+                await self.memory.resume(words[0] if words else "")
+            elif command == "/changes":
+                await self.memory.changes(words)
+            elif command == "/rewind":
+                await self.memory.rewind(words)
+            elif command:
+                self.view.note(f"unknown command {command}: {COMMANDS}")
             elif text:
                 await self.turn(text)
 
@@ -335,6 +352,8 @@ class Chat:
             # Its own session: a terminal's Ctrl-C reaches only us, and we decide (agent/cancel).
             await self.client.start(self._server_argv(), new_session=True)
             info = await self._initialize()
+            if not await self.memory.resume_from_args():
+                return EXIT_ERROR
             if self.args.prompt is not None:
                 code = await self.turn(self.args.prompt)
             else:

@@ -261,7 +261,8 @@ class View:
             where = f"{workspace} · {sandbox_text(self.sandbox)}"
             self.out.line(f"gatehouse {version} · {where}", style="dim")
             self.out.line(
-                "/new starts a new session, /rules lists the rules, /quit (or Ctrl-D) exits",
+                "/new starts a new session, /sessions and /resume N reopen saved ones, /changes "
+                "and /rewind show and undo a turn, /rules lists the rules, /quit (or Ctrl-D) exits",
                 style="dim",
             )
 

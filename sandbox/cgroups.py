@@ -32,7 +32,8 @@ class _Tree:
     kill: bool
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -46,7 +47,7 @@ def _reap_stale(hierarchy: Path) -> None:
     """Remove the empty groups of servers that died without cleaning up (SIGKILL, a crash)."""
     for parent in hierarchy.glob("gatehouse-*"):
         pid = parent.name.removeprefix("gatehouse-")
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):
             continue
         for child in parent.glob("call-*"):
             with contextlib.suppress(OSError):

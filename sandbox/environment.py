@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 
-__all__ = ["ALLOWED_NAMES", "looks_secret", "scrub_environment"]
+__all__ = ["ALLOWED_NAMES", "MASK", "looks_secret", "mask_secrets", "scrub_environment"]
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,35 @@ def looks_secret(name: str, value: str) -> bool:
     if upper.startswith(_SECRET_NAME_PREFIXES):
         return True
     return _SECRET_VALUE.search(value) is not None
+
+
+MASK = "[secret masked]"
+"""What :func:`mask_secrets` writes in place of a credential."""
+
+_ASSIGNMENT = re.compile(
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?\s*[:=]\s*)(?P<quote>["']?)"""
+    r"""(?P<value>[^\s"'&;|,)}]{6,})"""
+)
+_HTTP_AUTH = re.compile(r"(?i)\b(?P<scheme>bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{6,}")
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every credential replaced by :data:`MASK`, by the rule that keeps them out
+    of a child's environment: a value that looks like a token (:func:`looks_secret`'s patterns),
+    and the value of any ``NAME=value`` / ``name: value`` whose name looks like a credential's
+    (``GITHUB_TOKEN=...``, ``"api_key": "..."``). Used for what is written to disk (the audit
+    log), where a secret must never land."""
+    if not text:
+        return text
+
+    def assignment(match: re.Match[str]) -> str:
+        if not looks_secret(match.group("name"), ""):
+            return match.group(0)
+        return f"{match.group('name')}{match.group('sep')}{match.group('quote')}{MASK}"
+
+    masked = _HTTP_AUTH.sub(lambda m: f"{m.group('scheme')} {MASK}", text)
+    masked = _ASSIGNMENT.sub(assignment, masked)
+    return _SECRET_VALUE.sub(MASK, masked)
 
 
 def _allowed(name: str) -> bool:

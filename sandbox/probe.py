@@ -125,6 +125,7 @@ def _strong(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, st
             bwrap_source=source,
             fd_binds=supports_fd_binds(bwrap),
             prlimit=find_program("prlimit", place.workspace),
+            setpriv=find_program("setpriv", place.workspace),
         )
         problem = _self_test(sandbox)
         if problem is None and sandbox.fd_binds:
@@ -151,7 +152,11 @@ def _standard(settings: SandboxSettings, place: Place) -> tuple[Sandbox | None, 
     abi = abi_version()
     if abi < 1:
         return None, "Landlock is not enabled in this kernel"
-    sandbox = Sandbox(_info("standard", settings, f"Landlock ABI {abi} + seccomp"), settings)
+    sandbox = Sandbox(
+        _info("standard", settings, f"Landlock ABI {abi} + seccomp"),
+        settings,
+        setpriv=find_program("setpriv", place.workspace),
+    )
     problem = _self_test(sandbox)
     if problem is None:
         return sandbox, f"Landlock ABI {abi} and seccomp work"
@@ -163,6 +168,7 @@ def _limits_only(settings: SandboxSettings, place: Place) -> tuple[Sandbox | Non
         _info("limits-only", settings, "resource limits only"),
         settings,
         prlimit=find_program("prlimit", place.workspace),
+        setpriv=find_program("setpriv", place.workspace),
     )
     if sys.platform == "win32":
         return None, "resource limits need POSIX (Windows Job Objects are not implemented yet)"

@@ -2,7 +2,9 @@
 
 Every level starts the command with a from-scratch environment. Above ``none`` the chain is::
 
-    sh (reads one line: sent once the server has put it in the command's cgroups)
+    setpriv --pdeathsig KILL (the command dies with the server: :mod:`sandbox.lifeline`)
+      -> sh (checks its parent is the server; reads one line: sent once the server has put it
+             in the command's cgroups)
       -> prlimit (resource limits)        | or the Python launcher (limits, Landlock, seccomp)
         -> bwrap (strong tier only)
           -> the command
@@ -29,6 +31,7 @@ from sandbox.bwrap import ReadOnly, bwrap_argv, reexposed_paths
 from sandbox.cgroups import CommandGroup, _Tree
 from sandbox.environment import scrub_environment
 from sandbox.info import UNSANDBOXED, SandboxInfo
+from sandbox.lifeline import lifeline_args
 
 if TYPE_CHECKING:
     from sandbox.guard import WorkspaceGuard
@@ -132,6 +135,8 @@ class Sandbox:
     fd_binds: bool = False
     """bwrap has ``--ro-bind-fd``: protected paths are mounted from descriptors."""
     prlimit: str | None = field(default_factory=lambda: find_program("prlimit", None))
+    setpriv: str | None = field(default_factory=lambda: find_program("setpriv", None))
+    """util-linux ``setpriv``: ties each command's life to the server's (None: not installed)."""
     trees: list[_Tree] = field(default_factory=list)
     quarantine_root: Path | None = None
     """Where changed auto-run paths go (None: :func:`sandbox.quarantine.default_root`)."""
@@ -152,7 +157,8 @@ class Sandbox:
     def runtime(self) -> list[str]:
         """What the server runs or imports outside the sandbox (see :mod:`sandbox.runtime`)."""
         if self._runtime is None:
-            extra = [LAUNCHER, *(p for p in (self.bwrap, self.bwrap_source, self.prlimit) if p)]
+            programs = (self.bwrap, self.bwrap_source, self.prlimit, self.setpriv)
+            extra = [LAUNCHER, *(p for p in programs if p)]
             self._runtime = runtime_paths(extra)
             for path in self._runtime:  # what each one is now: checked before every mount
                 with contextlib.suppress(OSError):
@@ -261,8 +267,11 @@ class Sandbox:
             # whole tree (setsid children too) dies with the call, on cancel and at exit.
             env = scrub_environment(extra=env_extra)
             bypass_group = CommandGroup(self.trees, None) if self.trees else None
-            gate = ("/bin/sh", "-c", _GATE_SCRIPT, "gatehouse-gate") if bypass_group else ()
-            return Launch((*gate, *argv), env, cwd, bypass_group), UNSANDBOXED
+            # The lifeline too: a server killed with SIGKILL leaves no bypassed command behind.
+            head = lifeline_args(self.setpriv, _GATE_SCRIPT if bypass_group else 'exec "$@"')
+            if not head and bypass_group:
+                head = ["/bin/sh", "-c", _GATE_SCRIPT, "gatehouse-gate"]
+            return Launch((*head, *argv), env, cwd, bypass_group), UNSANDBOXED
         level = self.info.level
         extra = dict(env_extra or {})
         if scratch is not None:
@@ -276,7 +285,9 @@ class Sandbox:
             self.settings.limits, cgroup_limits=bool(group and group.limits_processes)
         )
         chain: list[str] = []
-        if group is not None:
+        script = _GATE_SCRIPT if group is not None else 'exec "$@"'
+        chain += lifeline_args(self.setpriv, script)
+        if group is not None and not chain:
             chain += ["/bin/sh", "-c", _GATE_SCRIPT, "gatehouse-gate"]
         if level == "standard":
             chain += launcher_args(self._standard_config(cwd, scratch, nproc))

@@ -34,16 +34,22 @@ from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
 from server.documents import OpenDocuments
 from server.framing import serve_frames
+from server.memory_methods import MemoryMethods
 from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options, settings_section
 from server.protocol import (
     AGENT_CANCEL,
+    AGENT_CHANGES,
     AGENT_CHAT,
     AGENT_MODELS,
     AGENT_PULL_MODEL,
+    AGENT_REWIND,
     AGENT_RULES,
     AGENT_RULES_ADD,
     AGENT_RULES_REMOVE,
+    AGENT_SESSION_DELETE,
+    AGENT_SESSION_LOAD,
+    AGENT_SESSIONS,
     AGENT_STATUS,
     METHODS,
     Method,
@@ -186,6 +192,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
 
     @atexit.register
     def _clean_up() -> None:
+        service.memory.close()
         shutil.rmtree(scratch_root, ignore_errors=True)
         cgroups.remove_trees(service.sandbox.trees)
 
@@ -252,6 +259,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         report_problems()
 
     model_methods = ModelMethods(service)
+    memory_methods = MemoryMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
         AGENT_CANCEL: service.cancel,
@@ -261,6 +269,11 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         AGENT_RULES: service.rules.list,
         AGENT_RULES_ADD: service.rules.add,
         AGENT_RULES_REMOVE: service.rules.remove,
+        AGENT_SESSIONS: memory_methods.sessions,
+        AGENT_SESSION_LOAD: memory_methods.load,
+        AGENT_SESSION_DELETE: memory_methods.delete,
+        AGENT_CHANGES: memory_methods.changes,
+        AGENT_REWIND: memory_methods.rewind,
     }
     for method in METHODS:
         if method.direction == "client->server":

@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol
 from lsprotocol import types as lsp
 from pydantic import ValidationError
 
-from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, ClientDecision
+from engine.approvals import ApprovalOutcome, ApprovalRequest, Approver, ClientDecision, Decider
 from engine.rules.decision import Choice, choices_for
 from engine.tools.diffs import diff_counts
 from sandbox.info import SandboxInfo
@@ -129,12 +129,15 @@ def _choose(
     return found
 
 
-def _outcome(choice: Choice | ApprovalOutcome, message: str | None) -> ApprovalOutcome:
+def _outcome(
+    choice: Choice | ApprovalOutcome, message: str | None, via: Decider
+) -> ApprovalOutcome:
+    """The outcome of a person's answer through ``via`` (a failed one as it is)."""
     if isinstance(choice, ApprovalOutcome):
         return choice
     if choice.kind == "deny":
-        return ApprovalOutcome("deny", message, choice)
-    return ApprovalOutcome(BASE_DECISION[choice.kind], None, choice)
+        return ApprovalOutcome("deny", message, choice, via=via)
+    return ApprovalOutcome(BASE_DECISION[choice.kind], None, choice, via=via)
 
 
 def _parse_tool_confirm(
@@ -152,7 +155,8 @@ def _parse_tool_confirm(
         return ApprovalOutcome("failed", "the editor's answer named another approval")
     if answer.content_sha256 is not None and answer.content_sha256 != request.content_sha256:
         return ApprovalOutcome("failed", "the editor's answer was for other content")
-    outcome = _outcome(_choose(request, answer.decision, answer.choice), answer.message)
+    choice = _choose(request, answer.decision, answer.choice)
+    outcome = _outcome(choice, answer.message, "toolConfirm")
     if not outcome.allows or not answer.edits:
         return outcome
     return _with_versions(outcome, request, answer.edits)
@@ -180,13 +184,14 @@ def _parse_message_action(
     reply: Any, _pending: PendingApproval, request: ApprovalRequest, *, offered: list[str]
 ) -> ApprovalOutcome:
     if reply is None:
-        return _outcome(_choose(request, "deny", None), None)  # dismissed: no answer means deny
+        # dismissed: no answer means deny
+        return _outcome(_choose(request, "deny", None), None, "showMessageRequest")
     title = getattr(reply, "title", None)
     if title is None and isinstance(reply, dict):
         title = reply.get("title")
     for choice in offered_choices(request):
         if action_title(choice) == title and title in offered:
-            return _outcome(choice, None)
+            return _outcome(choice, None, "showMessageRequest")
     return ApprovalOutcome("failed", f"the editor answered with an unknown action {title!r}")
 
 

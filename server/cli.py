@@ -105,6 +105,20 @@ def _parser() -> argparse.ArgumentParser:
         help="how to answer approval prompts (ask: on a TTY; without a TTY that means deny)",
     )
     chat.add_argument("--json", action="store_true", help="print every message as a JSON line")
+    resume = chat.add_mutually_exclusive_group()
+    resume.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="continue a saved session of this workspace (no ID: choose from the list)",
+    )
+    resume.add_argument(
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="continue this workspace's most recent session",
+    )
     chat.add_argument(
         "--tools",
         help="comma-separated built-in tools to offer (default: all; models of at most 1B "
@@ -135,6 +149,20 @@ def _parser() -> argparse.ArgumentParser:
         help="also list the auto-run paths found in this folder (default: the current folder)",
     )
     doctor.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+    audit = sub.add_parser("audit", help="check or read the audit log (what ran, who allowed it)")
+    audit.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_sub.add_parser(
+        "verify", help="check the hash chain: exit 1 naming any record edited, removed or moved"
+    )
+    verify.add_argument("--json", action="store_true", help="machine-readable output")
+    verify.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    show = audit_sub.add_parser("show", help="print the audit log readably")
+    show.add_argument("--session", help="only this session's records")
+    show.add_argument("--workspace", type=_existing_dir, help="only this workspace's records")
+    show.add_argument("--json", action="store_true", help="one JSON record per line")
+    show.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
 
@@ -203,6 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from server.doctor import run_doctor  # noqa: PLC0415
 
         return run_doctor(args.json, args.network, args.workspace)
+    if args.command == "audit":
+        from server import audit_command  # noqa: PLC0415
+
+        if args.audit_command == "verify":
+            return audit_command.verify_command(args.json)
+        return audit_command.show_command(args.session, args.workspace, args.json)
     from harness.chat import run_chat  # noqa: PLC0415 - the client does not need the server
 
     if args.script is not None:  # the server child may run elsewhere: pass an absolute path

@@ -90,6 +90,28 @@ class OpenAIOptions(_Options):
     )
 
 
+class MemoryOptions(_Options):
+    """``memory``: what the server keeps in the data folder (the audit log is always kept)."""
+
+    sessions: bool = setting(
+        True,
+        "Save conversations in the data folder so they survive a restart (agent/sessions).",
+        scope="machine",
+    )
+    checkpoints: bool = setting(
+        True,
+        "Take a checkpoint of the workspace before the first command or edit of each turn "
+        "(agent/changes, agent/rewind).",
+        scope="machine",
+    )
+    checkpoint_max_file_bytes: int = setting(
+        10 << 20,
+        "Files larger than this are not captured by checkpoints (the turn's status names them).",
+        scope="machine",
+        ge=0,
+    )
+
+
 class ServerOptions(_Options):
     """``initializationOptions``: every field is optional; a missing one takes its default."""
 
@@ -182,9 +204,14 @@ class ServerOptions(_Options):
         allow_inf_nan=False,
     )
     sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
+    memory: MemoryOptions = Field(default_factory=MemoryOptions)
 
 
-GROUPS: dict[str, type[_Options]] = {"openai": OpenAIOptions, "sandbox": SandboxOptions}
+GROUPS: dict[str, type[_Options]] = {
+    "openai": OpenAIOptions,
+    "sandbox": SandboxOptions,
+    "memory": MemoryOptions,
+}
 """Nested option groups, by wire name."""
 
 

@@ -18,6 +18,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from sandbox.cgroups import pid_alive
+
 logger = logging.getLogger(__name__)
 
 _NAME = re.compile(r"gatehouse-(\d+)-[A-Za-z0-9_]+")
@@ -26,16 +28,6 @@ _NAME = re.compile(r"gatehouse-(\d+)-[A-Za-z0-9_]+")
 def make_scratch_root() -> Path:
     """This server's private folder."""
     return Path(tempfile.mkdtemp(prefix=f"gatehouse-{os.getpid()}-"))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def reap_stale(parent: Path | None = None) -> list[Path]:
@@ -49,7 +41,7 @@ def reap_stale(parent: Path | None = None) -> list[Path]:
         return removed
     for entry in entries:
         match = _NAME.fullmatch(entry.name)
-        if match is None or _alive(int(match.group(1))):
+        if match is None or pid_alive(int(match.group(1))):
             continue
         try:
             info = entry.stat(follow_symlinks=False)

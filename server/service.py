@@ -19,6 +19,8 @@ from engine.approvals import Approver
 from engine.backends.base import GenerationOptions
 from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
+from engine.memory.journal import TurnJournal
+from engine.memory.workspace_memory import MemorySettings, WorkspaceMemory
 from engine.tools import BUILTIN_TOOL_NAMES, builtin_tools
 from engine.turns import TurnControl, TurnRequest, TurnResult
 from sandbox.tiers import Sandbox, unsandboxed
@@ -45,6 +47,7 @@ from server.protocol import (
     ToolCallSummary,
     UnwiredGateData,
 )
+from server.resume import open_saved
 from server.rules import RulesService
 from server.sessions import Session, SessionStore
 
@@ -99,6 +102,8 @@ class AgentService:
         self.rules = RulesService(self.sessions, workspace)
         self.documents = OpenDocuments()
         """The editor's open documents (kept up to date by the server's did* handlers)."""
+        self.memory = WorkspaceMemory(workspace, memory_settings(options))
+        """This workspace's sessions, checkpoints and the audit log (in the data folder)."""
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -109,10 +114,13 @@ class AgentService:
         self.sandbox = sandbox
         self.models = BackendManager(options)
         self.rules.configure(workspace)
+        self.memory = WorkspaceMemory(workspace, memory_settings(options))
+        self.memory.warm_up()
 
     def reconfigure(self, options: ServerOptions) -> None:
         """Settings re-read (``workspace/didChangeConfiguration``): they apply from the next
-        request; a model made with other backend settings is made again when next used."""
+        request; a model made with other backend settings is made again when next used. (Where
+        memory is kept applies when the server starts, like the sandbox.)"""
         self.options = options
         self.models.reconfigure(options)
 
@@ -201,7 +209,7 @@ class AgentService:
             tool_timeout_seconds=o.tool_timeout_seconds,
         )
 
-    def _box_for(self, session_id: str) -> Box:
+    def box_for(self, session_id: str) -> Box:
         """A new session's box: the workspace, this machine's sandbox and a private tmp (removed
         with the server's scratch root)."""
         from sandbox.box import Box  # noqa: PLC0415 - the runner loads with the first session
@@ -214,17 +222,19 @@ class AgentService:
 
     # --- sessions (shared by the transports) -----------------------------------------------
 
-    sessions_persist = False
-    """Whether sessions outlive the process (``session/load`` in ACP mode); issue 11's
-    persisted sessions turn it on and implement :meth:`restore_session`."""
+    @property
+    def sessions_persist(self) -> bool:
+        """Whether sessions outlive the process (``session/load`` in ACP mode)."""
+        return self.memory.settings.sessions
 
     def new_session(self) -> Session:
-        return self.sessions.create(self._box_for)
+        return self.sessions.create(self.box_for)
 
-    def restore_session(self, session_id: str) -> Session | None:
-        """A session saved by an earlier server, with its conversation, bound to a new box; None
-        when there is none. The seam for persisted sessions: nothing is saved yet."""
-        return self.sessions.get(session_id)
+    async def restore_session(self, session_id: str) -> Session:
+        """The session, open in this server: opened from what an earlier server saved (with its
+        conversation, bound to a new box) if it is not yet. Raises -32602 for an unknown
+        session, -32600 when another live server has it open."""
+        return await open_saved(self.sessions, self.memory, self.box_for, session_id)
 
     def _check_gate_is_wired(self, request: TurnRequest) -> None:
         if self.client.tool_confirm or self.client.show_message_request:
@@ -263,12 +273,12 @@ class AgentService:
         finally:
             bar.end("Model ready")
 
-    def _session_for(self, params: ChatParams) -> Session:
+    async def _session_for(self, params: ChatParams) -> Session:
         if params.session_id is None:
             return self.new_session()
         session = self.sessions.get(params.session_id)
-        if session is None:
-            raise unknown_session(params.session_id)
+        if session is None:  # saved by an earlier server?
+            session = await self.restore_session(params.session_id)
         if session.busy:
             raise InvalidRequest(
                 f"Session {session.session_id} is still running a turn "
@@ -312,15 +322,25 @@ class AgentService:
         control.bind(task)
         session.active, session.active_turn_id = control, turn_id
         stream = make_stream(turn_id)
+        journal = TurnJournal(
+            self.memory, session.memory, session.turns, emit=stream.emit, sandbox=self.sandbox.info
+        )
+        result = TurnResult("cancelled", "", [])
         try:
+            if session.resumed_note is not None:
+                stream.emit(StatusNote(session.resumed_note))
+                session.resumed_note = None
             request = await self._with_rules(request, stream)
             try:
+                await journal.begin(
+                    request.prompt, model=self.models.model_name, settings=turn_settings(request)
+                )
                 backend = await self._load(model, stream)
             except asyncio.CancelledError:
                 if not control.cancel_requested:
                     raise  # $/cancelRequest for the chat itself: -32800
-                task.uncancel()  # agent/cancel while the model loaded: a normal, empty result
-                return turn_id, TurnResult("cancelled", "", [])
+                task.uncancel()  # agent/cancel before the model ran: a normal, empty result
+                return turn_id, result
             if backend.one_at_a_time:  # a local model: one model turn at a time, FIFO
 
                 def tell(ahead: int) -> None:
@@ -336,15 +356,20 @@ class AgentService:
                 make_approver(turn_id, stream),
                 stream.emit,
                 control,
+                hooks=journal,
             )
         finally:
-            stream.flush()
-            session.active, session.active_turn_id = None, None
+            try:
+                model_name = self.models.model_name
+                await asyncio.shield(journal.end(result.stop_reason, result.text, model_name))
+            finally:
+                stream.flush()
+                session.active, session.active_turn_id = None, None
         return turn_id, result
 
     async def chat(self, params: ChatParams) -> ChatResult:
         request = self.check_turn(params)
-        session = self._session_for(params)
+        session = await self._session_for(params)
         prompts = self.prompt_settings(
             "toolConfirm" if self.client.tool_confirm else "showMessageRequest"
         )
@@ -397,3 +422,28 @@ class AgentService:
 
 def _pick(override: bool | None, default: bool) -> bool:
     return default if override is None else override
+
+
+def memory_settings(options: ServerOptions) -> MemorySettings:
+    memory = options.memory
+    return MemorySettings(
+        sessions=memory.sessions,
+        checkpoints=memory.checkpoints,
+        max_file_bytes=memory.checkpoint_max_file_bytes,
+    )
+
+
+def turn_settings(request: TurnRequest) -> dict[str, Any]:
+    """The settings a turn ran with, as saved with it."""
+    policy = request.policy
+    return {
+        "confirmToolCalls": policy.confirm_tool_calls,
+        "confirmCodeExecution": policy.confirm_code_execution,
+        "bypassPermissions": policy.bypass_permissions,
+        "enableTools": request.tools_enabled,
+        "enabledTools": None if request.enabled_tools is None else sorted(request.enabled_tools),
+        "maxToolCalls": request.max_tool_calls,
+        "maxTokens": request.options.max_tokens,
+        "temperature": request.options.temperature,
+        "seed": request.options.seed,
+    }

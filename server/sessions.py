@@ -1,5 +1,5 @@
 """Chat sessions: a conversation, its session-wide approvals, its box, and at most one running
-turn."""
+turn. A session saved by an earlier server comes back through :meth:`SessionStore.restore`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from engine.memory.journal import SessionState
 from engine.turns import Conversation, TurnControl
 
 if TYPE_CHECKING:
@@ -23,6 +24,14 @@ class Session:
     turns: int = 0
     active: TurnControl | None = None
     active_turn_id: str | None = None
+    memory: SessionState = field(init=False)
+    """What its memory needs between turns (message numbers, checkpoints, grants)."""
+    resumed_note: str | None = None
+    """Said in the status stream at the start of the next turn (a session from an earlier
+    server: its grants were not revived)."""
+
+    def __post_init__(self) -> None:
+        self.memory = SessionState(self.session_id)
 
     @property
     def busy(self) -> bool:
@@ -31,6 +40,14 @@ class Session:
     def next_turn_id(self) -> str:
         self.turns += 1
         return f"{self.session_id}:{self.turns}"
+
+
+def turn_number(session_id: str, turn_id: str) -> int | None:
+    """The number of one of the session's turn ids (``<session>:<n>``), else None."""
+    prefix, _, number = turn_id.rpartition(":")
+    if prefix != session_id or not number.isdigit():
+        return None
+    return int(number)
 
 
 class SessionStore:
@@ -44,8 +61,17 @@ class SessionStore:
         self._sessions[session.session_id] = session
         return session
 
+    def restore(self, session_id: str, make_box: Callable[[str], Box]) -> Session:
+        """A session saved by an earlier server, opened here (its caller fills it in)."""
+        session = Session(session_id, make_box(session_id))
+        self._sessions[session_id] = session
+        return session
+
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
+
+    def remove(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
 
     def all(self) -> list[Session]:
         return list(self._sessions.values())

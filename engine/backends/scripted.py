@@ -4,7 +4,9 @@ The script is JSON ``{"turns": [...]}``. Each model call takes the next turn as 
 output and streams it in several chunks through exactly the same parsing path as a real model.
 When the turns run out the model says nothing. A turn is a string, or an object
 ``{"text": "...", "chunkDelayMs": 20}`` when a harness needs a slow model (to cancel mid-stream);
-``"failWith": "why"`` in it makes the model break after its text.
+``"failWith": "why"`` in it makes the model break after its text; with ``"recall": true`` the
+turn's text is followed by every user message the model was given, joined by `` | `` (to show
+which history a resumed session brought back).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class ScriptedTurn:
     chunk_delay_seconds: float = 0.0
     fail_with: str | None = None
     """After its text, the model breaks with this error (tests of ``stopReason: error``)."""
+    recall: bool = False
 
 
 def split_into_tokens(text: str) -> list[str]:
@@ -59,7 +62,9 @@ def _parse_turn(index: int, raw: Any) -> ScriptedTurn:
         fail = raw.get("failWith")
         if fail is not None and not isinstance(fail, str):
             raise BackendError(f"turns[{index}].failWith must be a string")
-        return ScriptedTurn(raw["text"], float(delay) / 1000.0, fail)
+        return ScriptedTurn(
+            raw["text"], float(delay) / 1000.0, fail, recall=raw.get("recall") is True
+        )
     raise BackendError(f'turns[{index}] must be a string or an object with a "text" string')
 
 
@@ -128,7 +133,10 @@ class ScriptedBackend(Backend):
             return
         turn = self._turns[self._cursor]
         self._cursor += 1
-        for count, token in enumerate(split_into_tokens(turn.text)):
+        text = turn.text
+        if turn.recall:
+            text += " " + " | ".join(m.content for m in messages if m.role == "user")
+        for count, token in enumerate(split_into_tokens(text)):
             if options.max_tokens is not None and count >= options.max_tokens:
                 yield Finish("length")
                 return

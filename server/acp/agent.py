@@ -172,11 +172,10 @@ class GatehouseAgent:
         self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
     ) -> LoadSessionResponse:
         await self._workspace_for(cwd)
-        session = self.service.restore_session(session_id)
-        if session is None:
-            raise RequestError.invalid_params(
-                {"sessionId": f"no saved session {session_id} (this server keeps none)"}
-            )
+        try:
+            session = await self.service.restore_session(session_id)
+        except RpcError as exc:  # unknown, open in another server, or no data folder
+            raise _rpc_error(exc) from exc
         stream = AcpStream(self._conn.session_update, session.session_id)
         try:
             stream.replay(session.conversation.messages)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
-from acp import text_block, tool_content
+from acp import text_block, tool_content, tool_diff_content
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 from pydantic import ValidationError
 
@@ -81,8 +82,21 @@ def permission_text(request: ApprovalRequest, settings: PromptSettings) -> str:
 
 
 def permission_title(request: ApprovalRequest, settings: PromptSettings) -> str:
+    if request.edits:
+        what = visible(request.edits[0].path) if len(request.edits) == 1 else "files"
+        return f"Change {what} with {visible(request.name)}? ({len(request.edits)} file(s))"
     network = "on" if settings.sandbox.network else "off"
     return f"Run {visible(request.name)}? (isolation: {settings.sandbox.level}, network: {network})"
+
+
+def permission_content(request: ApprovalRequest, settings: PromptSettings) -> list[Any]:
+    """The prompt's text (display-safe, the whole diff of an edit), then for an edit each file
+    as an ACP diff (absolute path, old and new text) that editors show in their diff view."""
+    content: list[Any] = [tool_content(text_block(permission_text(request, settings)))]
+    for edit in request.edits:
+        path = str(Path(settings.workspace, *edit.path.split("/")))
+        content.append(tool_diff_content(path, edit.new_text or "", edit.old_text))
+    return content
 
 
 def parse_outcome(reply: Any, request: ApprovalRequest) -> tuple[ApprovalOutcome, str | None]:
@@ -153,7 +167,7 @@ class AcpPermissions:
             title=permission_title(request, settings),
             kind=tool_kind(request.name),
             status="pending",
-            content=[tool_content(text_block(permission_text(request, settings)))],
+            content=permission_content(request, settings),
             raw_input=request.arguments,
         )
         asked = self._conn.request_permission(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from engine.approvals import ClientDecision
 from engine.events import StopReason, ToolStatus
 from engine.gate import ConfirmReason
+from engine.memory.kinds import RewindScope
 from sandbox.info import IsolationLevel
 from server.protocol.approvals import (
     ProposedEdit,
@@ -48,6 +49,25 @@ from server.protocol.errors import (
     InvalidParamsData,
     ModelUnavailableData,
     UnwiredGateData,
+)
+from server.protocol.memory import (
+    ChangesParams,
+    ChangesResult,
+    FileChangeInfo,
+    HistoryToolCall,
+    HistoryTurn,
+    MemoryUnavailableData,
+    RewindConflict,
+    RewindFile,
+    RewindParams,
+    RewindResult,
+    RewindSkipped,
+    SessionDeleteResult,
+    SessionInfo,
+    SessionLoadResult,
+    SessionParams,
+    SessionsParams,
+    SessionsResult,
 )
 from server.protocol.model_list import (
     ModelDescription,
@@ -102,6 +122,11 @@ AGENT_PULL_MODEL = "agent/pullModel"
 AGENT_RULES = "agent/rules"
 AGENT_RULES_ADD = "agent/rules/add"
 AGENT_RULES_REMOVE = "agent/rules/remove"
+AGENT_SESSIONS = "agent/sessions"
+AGENT_SESSION_LOAD = "agent/session/load"
+AGENT_SESSION_DELETE = "agent/session/delete"
+AGENT_CHANGES = "agent/changes"
+AGENT_REWIND = "agent/rewind"
 TOOL_CONFIRM = "toolConfirm"
 
 Client = Literal["vscode", "chat", "neovim", "emacs"]
@@ -202,6 +227,53 @@ METHODS: tuple[Method, ...] = (
         "Remove a user rule or a session grant by its id.",
     ),
     Method(
+        AGENT_SESSIONS,
+        "request",
+        "client->server",
+        SessionsParams,
+        SessionsResult,
+        ("vscode", "chat"),
+        "This workspace's sessions, saved by this server or an earlier one.",
+    ),
+    Method(
+        AGENT_SESSION_LOAD,
+        "request",
+        "client->server",
+        SessionParams,
+        SessionLoadResult,
+        ("vscode", "chat"),
+        "Open a saved session in this server and return its history (grants are not revived).",
+    ),
+    Method(
+        AGENT_SESSION_DELETE,
+        "request",
+        "client->server",
+        SessionParams,
+        SessionDeleteResult,
+        ("vscode",),
+        "Delete a saved session (its audit records stay: the log is append-only).",
+    ),
+    Method(
+        AGENT_CHANGES,
+        "request",
+        "client->server",
+        ChangesParams,
+        ChangesResult,
+        ("vscode", "chat"),
+        "What one turn changed in the workspace, per file with a unified diff, command "
+        "effects included.",
+    ),
+    Method(
+        AGENT_REWIND,
+        "request",
+        "client->server",
+        RewindParams,
+        RewindResult,
+        ("vscode", "chat"),
+        "Restore the workspace and/or the conversation to just before a turn; files changed by "
+        "hand since are conflicts that need force.",
+    ),
+    Method(
         AGENT_STREAM,
         "notification",
         "server->client",
@@ -228,12 +300,17 @@ METHODS: tuple[Method, ...] = (
 
 __all__ = [
     "AGENT_CANCEL",
+    "AGENT_CHANGES",
     "AGENT_CHAT",
     "AGENT_MODELS",
     "AGENT_PULL_MODEL",
+    "AGENT_REWIND",
     "AGENT_RULES",
     "AGENT_RULES_ADD",
     "AGENT_RULES_REMOVE",
+    "AGENT_SESSIONS",
+    "AGENT_SESSION_DELETE",
+    "AGENT_SESSION_LOAD",
     "AGENT_STATUS",
     "AGENT_STREAM",
     "ERROR_CODES",
@@ -251,6 +328,8 @@ __all__ = [
     "BusySessionData",
     "CancelParams",
     "CancelResult",
+    "ChangesParams",
+    "ChangesResult",
     "ChatParams",
     "ChatResult",
     "ChoiceView",
@@ -261,9 +340,13 @@ __all__ = [
     "ContentEvent",
     "DecidedByView",
     "ErrorData",
+    "FileChangeInfo",
     "GatehouseCapabilities",
+    "HistoryToolCall",
+    "HistoryTurn",
     "InvalidParamsData",
     "IsolationLevel",
+    "MemoryUnavailableData",
     "Method",
     "ModelDescription",
     "ModelUnavailableData",
@@ -278,6 +361,12 @@ __all__ = [
     "ReasoningEvent",
     "RemoveRuleParams",
     "RemoveRuleResult",
+    "RewindConflict",
+    "RewindFile",
+    "RewindParams",
+    "RewindResult",
+    "RewindScope",
+    "RewindSkipped",
     "RuleRef",
     "RuleSpec",
     "RuleView",
@@ -285,7 +374,13 @@ __all__ = [
     "RulesResult",
     "SandboxReport",
     "SandboxState",
+    "SessionDeleteResult",
+    "SessionInfo",
+    "SessionLoadResult",
+    "SessionParams",
     "SessionSummary",
+    "SessionsParams",
+    "SessionsResult",
     "StatusEvent",
     "StatusParams",
     "StatusResult",

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from engine.gate import GateFlag
 from server.protocol.base import WireModel
+from server.protocol.memory import MemoryUnavailableData
 from server.protocol.model_list import PullCancelledData, PullFailedData
 
 PARSE_ERROR = -32700
@@ -68,5 +69,6 @@ ErrorData = (
     | ModelUnavailableData
     | PullFailedData
     | PullCancelledData
+    | MemoryUnavailableData
 )
 """Every shape of ``error.data`` the server sends."""

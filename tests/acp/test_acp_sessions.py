@@ -199,3 +199,48 @@ async def test_model_text_reaches_the_client_display_safe(start_acp: StartAcp) -
     peer = await start_acp(["Done.\x1b[2K all good\u202e\r\nnext line\r"])
     await peer.prompt(await peer.new_session())
     assert peer.client.text() == "Done.\\x1b[2K all good<U+202E>\nnext line\\x0d"
+
+
+EDIT = tool_call("edit_file", path="notes.txt", old_text="two", new_text="2")
+
+
+@pytest.mark.parametrize(
+    ("decide", "after"),
+    [(pick("allow_once"), "one\n2\n"), (pick("reject_once"), "one\ntwo\n")],
+    ids=["allow", "deny"],
+)
+async def test_an_edit_is_asked_about_as_a_diff_and_only_an_allow_writes_it(
+    start_acp: StartAcp, decide: Any, after: str
+) -> None:
+    peer = await start_acp([tool_call("read_file", path="notes.txt"), EDIT, "Done."], decide)
+    (peer.workspace / "notes.txt").write_text("one\ntwo\n")
+    await peer.prompt(await peer.new_session())
+
+    assert (peer.workspace / "notes.txt").read_text() == after
+    [(call, options)] = peer.client.permissions  # the read ran without asking
+    assert options[0].kind == "reject_once"
+    assert call.title.startswith("Change notes.txt")
+    text, diff = call.content
+    assert "-two\n+2" in text.content.text  # the whole unified diff, display-safe
+    assert diff.type == "diff" and diff.path == str(peer.workspace / "notes.txt")
+    assert (diff.old_text, diff.new_text) == ("one\ntwo\n", "one\n2\n")
+
+
+async def test_a_session_saved_by_an_earlier_process_loads_with_its_history(
+    start_acp: StartAcp,
+) -> None:
+    first = await start_acp(["First answer."])
+    session = await first.new_session()
+    await first.prompt(session, "remember the word teal")
+    first.process.terminate()  # the editor closed; while it runs, the session is its own
+    await first.process.wait()
+
+    second = await start_acp([])
+    await second.conn.load_session(cwd=str(second.workspace), mcp_servers=[], session_id=session)
+    replayed = second.client.text("user_message_chunk") + second.client.text()
+    assert "remember the word teal" in replayed and "First answer." in replayed
+
+    with pytest.raises(RequestError):
+        await second.conn.load_session(
+            cwd=str(second.workspace), mcp_servers=[], session_id="s_0000000000000000"
+        )

@@ -194,6 +194,46 @@ def test_repl_ends_at_end_of_input(workspace: Path, script: Callable[..., Path])
     assert "> " in proc.stdout
 
 
+# --- memory: saved sessions, changes, rewind ------------------------------------------------------
+
+
+def test_continue_picks_up_the_last_session_with_its_history(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    first = run(chat_argv(workspace, script("Noted."), "remember the word apricot"))
+    assert first.returncode == 0, first.stderr
+    recall = script({"text": "You said:", "recall": True})
+    proc = run(chat_argv(workspace, recall, "what did I say?", "--continue"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Resumed: remember the word apricot" in proc.stdout
+    assert "remember the word apricot | what did I say?" in proc.stdout
+    assert "not carried over" in proc.stdout
+
+
+def test_resume_of_an_unknown_session_is_an_error(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    proc = run(chat_argv(workspace, script("never"), "hi", "--resume", "s_0000000000000000"))
+    assert proc.returncode == 1
+    assert "unknown session" in proc.stdout + proc.stderr
+
+
+def test_repl_lists_sessions_shows_changes_and_rewinds_a_turn(
+    workspace: Path, script: Callable[..., Path]
+) -> None:
+    s = script(TOUCH_TURN, "All done.")
+    proc = run(
+        chat_argv(workspace, s, "--approve", "allow"),
+        stdin="make a file\n/changes\n/sessions\n/rewind files\n/quit\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = ANSI.sub("", proc.stdout)
+    assert "created: made.txt" in out
+    assert "1. make a file" in out
+    assert "deleted: made.txt" in out
+    assert not (workspace / "made.txt").exists()
+
+
 # --- a terminal ----------------------------------------------------------------------------------
 
 

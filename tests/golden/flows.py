@@ -312,6 +312,34 @@ FLOWS: list[Flow] = [
         files=dict(NOTES),
     ),
     Flow(
+        "sessions_changes_rewind",
+        "A saved session: what its turn changed, the list, its history, rewinding the turn, "
+        "deleting it (docs/protocol.md, 'Sessions, changes and rewind').",
+        [call("terminal", command="echo hi > greeting.txt"), "Made it."],
+        [
+            Send(chat(1)),
+            Send(reply(APPROVAL, {"decision": "allow"}), after={"method": "toolConfirm"}),
+            Send(
+                request(
+                    2, "agent/changes", {"sessionId": "<session:1>", "turnId": "<session:1>:1"}
+                ),
+                after={"id": 1},
+            ),
+            Send(request(3, "agent/sessions", {}), after={"id": 2}),
+            Send(request(4, "agent/session/load", {"sessionId": "<session:1>"}), after={"id": 3}),
+            Send(
+                request(
+                    5,
+                    "agent/rewind",
+                    {"sessionId": "<session:1>", "turnId": "<session:1>:1", "scope": "both"},
+                ),
+                after={"id": 4},
+            ),
+            Send(request(6, "agent/session/delete", {"sessionId": "<session:1>"}), after={"id": 5}),
+        ],
+        {"id": 6},
+    ),
+    Flow(
         "error_parse",
         "-32700: the body is not valid JSON (answered with id null).",
         [],

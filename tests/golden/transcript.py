@@ -5,10 +5,11 @@ not a JSON-RPC message), ``{"expect": message}`` and ``{"writeFile": {"path", "c
 workspace file changed behind the server's back); ``files`` holds what the workspace holds first.
 Values the server makes up are placeholders:
 ``<session:N>``, ``<call:N>``, ``<approval:N>``, ``<request:N>`` (a server request's id; bound at
-first sight, equal ever after, also inside
-other strings such as turn and request ids), ``<workspace>``, ``<level>``, and ``<any>`` for text
-that depends on the machine (the sandbox's reason). Consecutive text deltas of one kind are merged,
-since the server coalesces them by time: a transcript records the merged text.
+first sight, equal ever after, also inside other strings such as turn and request ids),
+``<workspace>``, ``<level>``, ``<time>`` (an ISO 8601 UTC time), ``<commit>`` (a checkpoint's id),
+and ``<any>`` for text that depends on the machine (the sandbox's reason). Each server runs with a
+data folder of its own beside the workspace. Consecutive text deltas of one kind are merged, since
+the server coalesces them by time: a transcript records the merged text.
 """
 
 from __future__ import annotations
@@ -42,10 +43,17 @@ _TOKEN_FIELDS = {
     "ruleId": "rule",
 }
 _PLACEHOLDER = re.compile(
-    r"<(session|call|approval|request|content|rule):(\d+)>|<workspace>|<level>|<any>"
+    r"<(session|call|approval|request|content|rule):(\d+)>|<workspace>|<level>|<any>|<time>|<commit>"
 )
 _MACHINE_FIELDS = {"created", "userFile"}
 """Values that depend on when or where a flow ran: recorded as ``<any>``."""
+_FIXED = {
+    "<time>": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
+    "<commit>": r"[0-9a-f]{40}",
+}
+_TIME = re.compile(_FIXED["<time>"])
+_COMMIT = re.compile(_FIXED["<commit>"])
+_TIME_FIELDS = {"created", "lastActivity", "started"}
 _MERGEABLE = {"content", "reasoning", "tool_output", "tool_args"}
 _LEVEL_IN_TEXT = re.compile(r"(isolation: )(strong|standard|limits-only|none)\b")
 
@@ -108,6 +116,10 @@ def normalise(data: Any, bindings: Bindings, key: str = "") -> Any:
                 out[k] = "<level>"
             elif k == "reason" and isinstance(v, str) and len(v.split()) > 3:
                 out[k] = "<any>"  # the sandbox's reason: a sentence about this machine
+            elif k in _TIME_FIELDS and isinstance(v, str) and _TIME.fullmatch(v):
+                out[k] = "<time>"
+            elif k == "checkpoint" and isinstance(v, str) and _COMMIT.fullmatch(v):
+                out[k] = "<commit>"
             elif k in _MACHINE_FIELDS and isinstance(v, str):
                 out[k] = "<any>"
             else:
@@ -131,6 +143,8 @@ def _pattern(expected: str, bindings: Bindings) -> tuple[re.Pattern[str], list[s
         token = match.group(0)
         if token == "<workspace>":
             parts.append(re.escape(bindings.workspace))
+        elif token in _FIXED:
+            parts.append(_FIXED[token])
         elif token == "<any>":
             parts.append(".*")
         elif token in bindings.values:
@@ -206,7 +220,7 @@ class ServerPeer:
             env={
                 **os.environ,
                 "PYTHONUNBUFFERED": "1",
-                "GATEHOUSE_DATA_DIR": str(self.workspace.parent / "data"),
+                "GATEHOUSE_DATA_DIR": str(self.workspace.parent / "gatehouse-data"),
             },
         )
         self._reader = asyncio.create_task(self._read())

@@ -135,7 +135,8 @@ def test_the_terminal_client_loads_no_engine_sandbox_or_server_runtime() -> None
     allowed_prefixes = ("server.protocol",)
     allowed = {"engine", "engine.events", "engine.approvals", "engine.gate", "engine.edits",
                "engine.models", "engine.models.entry", "engine.rules", "engine.rules.kinds",
-               "sandbox", "sandbox.info", "server"}  # fmt: skip
+               "engine.memory", "engine.memory.kinds", "sandbox", "sandbox.info",
+               "server"}  # fmt: skip
     extra = {m for m in loaded if m not in allowed and not m.startswith(allowed_prefixes)}
     assert extra == set()
     for path in (ROOT / "harness").glob("*.py"):

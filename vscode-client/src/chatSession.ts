@@ -136,6 +136,11 @@ export class ChatSession {
       if (this.turn !== turn) return;
       if (errorCode(error) === ErrorCodes.requestCancelled || turn.abort.signal.aborted) {
         this.finishTurn(STOP_NOTES.cancelled, undefined);
+      } else if (errorCode(error) === ErrorCodes.invalidParams && params.sessionId !== undefined && /unknown session/.test(errorMessage(error))) {
+        // The server no longer has it (sessions are not saved, or it was deleted): start over.
+        this.sessionId = undefined;
+        this.ui.showError('That session is gone (it was deleted, or sessions are not saved): send again to start a new one.');
+        this.finishTurn('The turn did not run.', undefined);
       } else {
         this.ui.showError(errorMessage(error));
         this.finishTurn('The turn failed.', undefined);
@@ -179,17 +184,27 @@ export class ChatSession {
     this.ui.setStatus('New session.');
   }
 
-  /** The server process was restarted: its sessions are gone. */
+  /** Continue a saved session (its history is shown by the caller). */
+  adopt(sessionId: string): void {
+    this.newSession();
+    this.retired.delete(sessionId);
+    this.sessionId = sessionId;
+  }
+
+  /**
+   * The server process was restarted. A running turn is lost; the conversation itself is saved by
+   * the server, so the next message continues it (its "allow for session" grants are not revived).
+   */
   serverRestarted(): void {
-    const hadState = this.sessionId !== undefined || this.turn !== undefined;
     if (this.turn !== undefined) {
       this.turn = undefined;
       this.ui.showError('The Gatehouse server restarted during the turn.');
       this.ui.endTurn('The turn was lost.');
       this.ui.setRunning(false);
     }
-    this.sessionId = undefined;
-    if (hadState) this.ui.setStatus('Server restarted: the next message starts a new session.');
+    if (this.sessionId !== undefined) {
+      this.ui.setStatus('Server restarted: the next message continues this session (approvals are asked again).');
+    }
   }
 
   handleEvent(event: StreamEvent): void {

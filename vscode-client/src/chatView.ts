@@ -13,6 +13,7 @@ import * as vscode from 'vscode';
 import type { ApprovalAnswer, ApprovalOutcome, ApprovalUi, ApprovalView, Disposable } from './approvals';
 import { modalChoices, modalText } from './approvals';
 import type { ChatUi, ToolEndView, ToolStartView } from './chatSession';
+import type { FileChangeView, TurnMemoryUi } from './memory';
 import type { ProposalEditors } from './proposals';
 import type { UserEdit } from './protocol';
 import { Transcript, type ToView, type TranscriptState } from './transcript';
@@ -27,6 +28,8 @@ type FromView =
   | { type: 'newSession' }
   | { type: 'approve'; approvalId: string; choice: string; message?: string }
   | { type: 'openDiff'; approvalId: string; path: string }
+  | { type: 'openTurnDiff'; turnId: string; path: string }
+  | { type: 'undoTurn'; turnId: string }
   | { type: 'openLink'; href: string }
   | { type: 'copy'; text: string }
   | { type: 'insert'; text: string };
@@ -35,6 +38,8 @@ export interface ChatActions {
   send(prompt: string): void;
   stop(): void;
   newSession(): void;
+  openDiff?(turnId: string, path: string): void;
+  undoTurn?(turnId: string): void;
 }
 
 /** Told when a card is shown or closed, and when the view is shown or hidden (the waiting notice). */
@@ -49,7 +54,7 @@ export function openableLink(href: unknown): string | undefined {
   return /^(https?:\/\/|mailto:)/i.test(href.trim()) ? href.trim() : undefined;
 }
 
-export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, vscode.Disposable {
+export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, ApprovalUi, TurnMemoryUi, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
   /** The conversation since the last `clear`, sent whole to a webview that (re)loads. */
@@ -210,6 +215,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
   endTurn(note: string): void {
     this.post({ type: 'endTurn', note });
   }
+
+  // --- TurnMemoryUi -------------------------------------------------------------------------------
+
+  tagTurn(turnId: string): void {
+    this.post({ type: 'tagTurn', turnId });
+  }
+  showTurnChanges(turnId: string, files: FileChangeView[]): void {
+    this.post({ type: 'turnChanges', turnId, files });
+  }
+  markTurnUndone(turnId: string, note: string): void {
+    this.post({ type: 'turnUndone', turnId, note });
+  }
+
   clear(): void {
     // Cards of the old session stay answerable until the server withdraws them.
     this.transcript.clear((id) => this.pending.has(id));
@@ -281,6 +299,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatUi, App
             void vscode.window.showErrorMessage(`Gatehouse: cannot open the diff of ${message.path}: ${error instanceof Error ? error.message : String(error)}`);
           });
         }
+        break;
+      case 'openTurnDiff':
+        if (typeof message.turnId === 'string' && typeof message.path === 'string') this.actions?.openDiff?.(message.turnId, message.path);
+        break;
+      case 'undoTurn':
+        if (typeof message.turnId === 'string') this.actions?.undoTurn?.(message.turnId);
         break;
       case 'approve': {
         const pending = this.pending.get(message.approvalId);

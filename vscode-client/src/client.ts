@@ -21,6 +21,7 @@ import {
   ErrorCodes,
   Methods,
   type CancelResult,
+  type ChangesResult,
   type ChatParams,
   type ChatResult,
   type GatehouseServerCapabilities,
@@ -28,6 +29,11 @@ import {
   type ModelsResult,
   type RemoveRuleResult,
   type RulesResult,
+  type RewindParams,
+  type RewindResult,
+  type SessionDeleteResult,
+  type SessionLoadResult,
+  type SessionsResult,
   type StatusResult,
   type StreamEvent,
   type ToolConfirmParams,
@@ -147,6 +153,30 @@ export class ServerManager implements vscode.Disposable {
   async removeRule(ruleId: string): Promise<RemoveRuleResult> {
     await this.queue;
     return this.requireClient().sendRequest<RemoveRuleResult>(Methods.removeRule, { ruleId });
+  }
+
+  // --- memory (saved sessions, changes, rewind) ---------------------------------------------------
+
+  async sessions(): Promise<SessionsResult> {
+    await this.queue;
+    return this.requireClient().sendRequest<SessionsResult>(Methods.sessions, {});
+  }
+
+  async loadSession(sessionId: string): Promise<SessionLoadResult> {
+    await this.queue;
+    return this.requireClient().sendRequest<SessionLoadResult>(Methods.sessionLoad, { sessionId });
+  }
+
+  deleteSession(sessionId: string): Promise<SessionDeleteResult> {
+    return this.requireClient().sendRequest<SessionDeleteResult>(Methods.sessionDelete, { sessionId });
+  }
+
+  changes(sessionId: string, turnId: string): Promise<ChangesResult> {
+    return this.requireClient().sendRequest<ChangesResult>(Methods.changes, { sessionId, turnId });
+  }
+
+  rewind(params: RewindParams): Promise<RewindResult> {
+    return this.requireClient().sendRequest<RewindResult>(Methods.rewind, params);
   }
 
   async dispose(): Promise<void> {

@@ -8,6 +8,8 @@ import { askApproval } from './approvals';
 import { ChatSession } from './chatSession';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ServerManager } from './client';
+import { Memory } from './memory';
+import { memoryShell } from './memoryShell';
 import { modelSetting, watchSettings } from './config';
 import { MemoryFs, ORIGINAL_SCHEME, PROPOSAL_SCHEME, ProposalEditors } from './proposals';
 import { selectModel } from './modelPicker';
@@ -80,7 +82,13 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   server = manager;
   const rules = new RulesViewProvider(manager);
-  const chat = new ChatSession(router.transport(viewOwner, manager), view, { onTurnEnd: () => void refreshStatus() });
+  const chat = new ChatSession(router.transport(viewOwner, manager), view, {
+    onTurnEnd: (result) => {
+      void refreshStatus();
+      void memory.afterTurn(result);
+    },
+  });
+  const memory = new Memory(manager, view, memoryShell(), chat);
   const native: NativeChat = new NativeChat(context, {
     transport: manager,
     router,
@@ -103,7 +111,13 @@ export function activate(context: vscode.ExtensionContext): void {
     if (w?.frontEnd === 'native') await native.reveal();
     else await view.revealCard(w?.approvalId);
   };
-  view.setActions({ send: (prompt) => void chat.send(prompt), stop: () => void chat.stop(), newSession: () => chat.newSession() });
+  view.setActions({
+    send: (prompt) => void chat.send(prompt),
+    stop: () => void chat.stop(),
+    newSession: () => chat.newSession(),
+    openDiff: (turnId, path) => void memory.openDiff(turnId, path),
+    undoTurn: (turnId) => void memory.undo(turnId),
+  });
   if (setting('nativeChat.enabled', true)) native.register();
 
   const command = (id: string, run: (...args: unknown[]) => unknown): vscode.Disposable => vscode.commands.registerCommand(id, run);
@@ -131,6 +145,7 @@ export function activate(context: vscode.ExtensionContext): void {
     command('gatehouse.openChat', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     command('gatehouse.openNativeChat', () => native.open()),
     command('gatehouse.newSession', () => chat.newSession()),
+    command('gatehouse.openSession', () => memory.openSession()),
     // Stop: the Gatehouse view's turn and every @gatehouse turn; with a session id, only that one.
     command('gatehouse.stop', (sessionId?: unknown) => {
       if (typeof sessionId === 'string') {

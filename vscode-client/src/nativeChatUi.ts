@@ -183,6 +183,8 @@ export class NativeChatUi implements ChatUi {
     if (output !== '') text += `\nOutput:\n\n${fenced(output)}${cut}`;
     for (const line of end.protected ?? []) text += `\n- Protected path: ${escapeMarkdown(line)}`;
     for (const line of end.edits ?? []) text += `\n- Changed ${escapeMarkdown(line)}`;
+    // A blank line after a list, so the model's next words do not continue its last item.
+    if ((end.protected?.length ?? 0) + (end.edits?.length ?? 0) > 0) text += '\n';
     this.own(`${text}\n`);
   }
   setStatus(text: string): void {

@@ -7,7 +7,13 @@
  * via the `definition` "ErrorData".
  */
 export type ErrorData =
-  InvalidParamsData | UnwiredGateData | BusySessionData | ModelUnavailableData | PullFailedData | PullCancelledData;
+  | InvalidParamsData
+  | UnwiredGateData
+  | BusySessionData
+  | ModelUnavailableData
+  | PullFailedData
+  | PullCancelledData
+  | MemoryUnavailableData;
 /**
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
  * via the `definition` "StreamEvent".
@@ -163,6 +169,62 @@ export interface CancelResult {
    * False when nothing was running.
    */
   cancelled: boolean;
+}
+/**
+ * `agent/changes` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ChangesParams".
+ */
+export interface ChangesParams {
+  /**
+   * The session.
+   */
+  sessionId: string;
+  /**
+   * The turn (from agent/stream or a result).
+   */
+  turnId: string;
+}
+/**
+ * `agent/changes` result: what the turn changed in the workspace, command effects
+ * included.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "ChangesResult".
+ */
+export interface ChangesResult {
+  sessionId: string;
+  turnId: string;
+  /**
+   * False when the turn changed nothing (no command or edit ran), or no checkpoint could be taken.
+   */
+  checkpoint: boolean;
+  files: FileChangeInfo[];
+}
+/**
+ * One file a turn changed.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "FileChangeInfo".
+ */
+export interface FileChangeInfo {
+  /**
+   * Relative to the workspace, / separated.
+   */
+  path: string;
+  /**
+   * created, modified or deleted.
+   */
+  action: 'created' | 'modified' | 'deleted';
+  /**
+   * A unified diff (a/ and b/ prefixes), or a line saying why none is shown (binary, too large).
+   */
+  diff: string;
+  /**
+   * True for a binary file (no line diff).
+   */
+  binary: boolean;
 }
 /**
  * `agent/chat` params: one user message, and how this turn may use tools.
@@ -442,6 +504,19 @@ export interface PullCancelledData {
   reason: 'cancelled';
 }
 /**
+ * `data` of -32600 when the data folder (sessions, checkpoints) cannot be used.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "MemoryUnavailableData".
+ */
+export interface MemoryUnavailableData {
+  reason: 'memory_unavailable';
+  /**
+   * What failed (the folder and the system's error).
+   */
+  detail: string;
+}
+/**
  * `capabilities.experimental.gatehouse` in the `initialize` result.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -481,6 +556,114 @@ export interface SandboxReport {
    * One sentence a person can read: why this level.
    */
   reason: string;
+}
+/**
+ * One tool call of a saved turn.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "HistoryToolCall".
+ */
+export interface HistoryToolCall {
+  /**
+   * The call's toolCallId.
+   */
+  id: string;
+  /**
+   * The tool's name.
+   */
+  name: string;
+  /**
+   * The arguments the model wrote.
+   */
+  arguments: {
+    [k: string]: unknown;
+  };
+  /**
+   * How it ended; null: the server stopped first.
+   */
+  status: ('completed' | 'failed' | 'denied' | 'timed_out' | 'cancelled') | null;
+  /**
+   * The process exit code; null when none ran.
+   */
+  exitCode: number | null;
+  /**
+   * Exactly what the model received.
+   */
+  result: string | null;
+  /**
+   * Who let it run or stopped it (see the audit log); null: never asked.
+   */
+  decidedBy:
+    | (
+        | 'toolConfirm'
+        | 'showMessageRequest'
+        | 'session_grant'
+        | 'bypass'
+        | 'not_required'
+        | 'timeout'
+        | 'cancel'
+        | 'error'
+        | 'rule'
+        | 'approver'
+      )
+    | null;
+}
+/**
+ * One turn of a saved session.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "HistoryTurn".
+ */
+export interface HistoryTurn {
+  /**
+   * The turn's id (agent/changes and agent/rewind take it).
+   */
+  turnId: string;
+  /**
+   * The user's message.
+   */
+  prompt: string;
+  /**
+   * The answer's text (the turn's content deltas).
+   */
+  text: string;
+  /**
+   * Why it ended; null: the server stopped during it (it was lost in flight).
+   */
+  stopReason: ('end_turn' | 'max_tokens' | 'tool_limit' | 'cancelled' | 'error') | null;
+  toolCalls: HistoryToolCall[];
+  /**
+   * When it started (ISO 8601, UTC).
+   */
+  started: string;
+  /**
+   * Whether it has a checkpoint (it ran a command or an edit): agent/changes says what it changed.
+   */
+  changedFiles: boolean;
+  /**
+   * Rewound out of the conversation (agent/rewind).
+   */
+  rewound: boolean;
+}
+/**
+ * `memory`: what the server keeps in the data folder (the audit log is always kept).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "MemoryOptions".
+ */
+export interface MemoryOptions {
+  /**
+   * Save conversations in the data folder so they survive a restart (agent/sessions).
+   */
+  sessions?: boolean;
+  /**
+   * Take a checkpoint of the workspace before the first command or edit of each turn (agent/changes, agent/rewind).
+   */
+  checkpoints?: boolean;
+  /**
+   * Files larger than this are not captured by checkpoints (the turn's status names them).
+   */
+  checkpointMaxFileBytes?: number;
 }
 /**
  * One model, with what its files say about it (null: not known).
@@ -754,6 +937,96 @@ export interface RuleView1 {
   removable: boolean;
 }
 /**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RewindConflict".
+ */
+export interface RewindConflict {
+  path: string;
+  /**
+   * changed_by_hand: changed outside the session's turns since; autorun: an auto-run path (.vscode, hooks, ...).
+   */
+  reason: 'changed_by_hand' | 'autorun';
+  detail: string;
+}
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RewindFile".
+ */
+export interface RewindFile {
+  path: string;
+  /**
+   * restored: written back as it was; deleted: the turns created it.
+   */
+  action: 'restored' | 'deleted';
+}
+/**
+ * `agent/rewind` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RewindParams".
+ */
+export interface RewindParams {
+  /**
+   * The session.
+   */
+  sessionId: string;
+  /**
+   * Rewind to just before this turn.
+   */
+  turnId: string;
+  /**
+   * files: the workspace; conversation: the session's history (the model forgets this turn and later ones); both.
+   */
+  scope: 'files' | 'conversation' | 'both';
+  /**
+   * Also write files changed by hand since, and auto-run paths (listed in conflicts when false).
+   */
+  force?: boolean;
+}
+/**
+ * `agent/rewind` result. With conflicts and no `force` nothing is applied at all.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RewindResult".
+ */
+export interface RewindResult {
+  /**
+   * Whether the rewind was carried out.
+   */
+  applied: boolean;
+  /**
+   * What was written back.
+   */
+  files: RewindFile[];
+  /**
+   * Files that need force (when applied is false, nothing was written).
+   */
+  conflicts: RewindConflict[];
+  /**
+   * Files that were not written, and why.
+   */
+  skipped: RewindSkipped[];
+  /**
+   * Whether the conversation was rewound.
+   */
+  conversation: boolean;
+  /**
+   * The checkpoint of the workspace taken just before the rewind wrote anything.
+   */
+  checkpoint?: string;
+}
+/**
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "RewindSkipped".
+ */
+export interface RewindSkipped {
+  path: string;
+  /**
+   * Why it is never written (a symbolic link on the way, not captured, changed meanwhile...).
+   */
+  detail: string;
+}
+/**
  * A rule's meaning: `{action, tool, pattern?}`.
  *
  * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
@@ -902,6 +1175,85 @@ export interface ServerOptions {
    */
   toolTimeoutSeconds?: number;
   sandbox?: SandboxOptions;
+  memory?: MemoryOptions;
+}
+/**
+ * `agent/session/delete` result.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionDeleteResult".
+ */
+export interface SessionDeleteResult {
+  /**
+   * False when there was no such session.
+   */
+  deleted: boolean;
+}
+/**
+ * One session of this workspace (saved by this server or an earlier one).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionInfo".
+ */
+export interface SessionInfo {
+  /**
+   * Pass it as agent/chat sessionId to continue it.
+   */
+  sessionId: string;
+  /**
+   * The first line of its first prompt.
+   */
+  title: string;
+  /**
+   * Turns started so far.
+   */
+  turns: number;
+  /**
+   * When it started (ISO 8601, UTC).
+   */
+  created: string;
+  /**
+   * When a turn last started or ended (ISO 8601, UTC).
+   */
+  lastActivity: string;
+  /**
+   * The model its last turn used.
+   */
+  model: string | null;
+  /**
+   * Whether this server has it open (it continues at once).
+   */
+  open: boolean;
+}
+/**
+ * `agent/session/load` result: the session is open in this server, with its history.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionLoadResult".
+ */
+export interface SessionLoadResult {
+  sessionId: string;
+  title: string;
+  /**
+   * Every turn, oldest first.
+   */
+  turns: HistoryTurn[];
+  /**
+   * Tools allowed for the session in this server (a session resumed from an earlier server starts with none: its grants are never revived).
+   */
+  allowedTools: string[];
+}
+/**
+ * `agent/session/load` and `agent/session/delete` params.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionParams".
+ */
+export interface SessionParams {
+  /**
+   * The session.
+   */
+  sessionId: string;
 }
 /**
  * One session of this server.
@@ -926,6 +1278,22 @@ export interface SessionSummary {
    * Tools approved with allow_session.
    */
   allowedTools: string[];
+}
+/**
+ * `agent/sessions` params: none (`{}` or omitted).
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionsParams".
+ */
+export interface SessionsParams {}
+/**
+ * `agent/sessions` result: the most recently active first.
+ *
+ * This interface was referenced by `GatehouseProtocol`'s JSON-Schema
+ * via the `definition` "SessionsResult".
+ */
+export interface SessionsResult {
+  sessions: SessionInfo[];
 }
 /**
  * A line for a person: loading, waiting for approval, running, limits, context trimming.

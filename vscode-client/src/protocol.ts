@@ -28,6 +28,11 @@ export const Methods = {
   removeRule: 'agent/rules/remove',
   stream: 'agent/stream',
   toolConfirm: 'toolConfirm',
+  sessions: 'agent/sessions',
+  sessionLoad: 'agent/session/load',
+  sessionDelete: 'agent/session/delete',
+  changes: 'agent/changes',
+  rewind: 'agent/rewind',
 } as const;
 
 /** JSON-RPC error codes the extension treats specially. */

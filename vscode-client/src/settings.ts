@@ -21,6 +21,9 @@ export interface GatehouseSettings {
   bypassPermissions: boolean;
   sandboxNetwork: boolean;
   sandboxMinLevel: IsolationLevel;
+  memorySessions: boolean;
+  memoryCheckpoints: boolean;
+  memoryCheckpointMaxFileBytes: number;
   confirmTimeoutSeconds: number;
   toolTimeoutSeconds: number;
   openaiBaseUrl: string;
@@ -45,6 +48,9 @@ export const DEFAULTS: { readonly [K in keyof GatehouseSettings]: readonly [stri
   bypassPermissions: ['bypassPermissions', false],
   sandboxNetwork: ['sandbox.network', false],
   sandboxMinLevel: ['sandbox.minLevel', 'standard'],
+  memorySessions: ['memory.sessions', true],
+  memoryCheckpoints: ['memory.checkpoints', true],
+  memoryCheckpointMaxFileBytes: ['memory.checkpointMaxFileBytes', 10485760],
   confirmTimeoutSeconds: ['confirmTimeoutSeconds', 300],
   toolTimeoutSeconds: ['toolTimeoutSeconds', 120],
   openaiBaseUrl: ['openai.baseUrl', ''],
@@ -105,6 +111,11 @@ export function toInitializationOptions(s: GatehouseSettings, ctx: PathContext =
     confirmTimeoutSeconds: s.confirmTimeoutSeconds,
     toolTimeoutSeconds: s.toolTimeoutSeconds,
     sandbox: { network: s.sandboxNetwork, minLevel: s.sandboxMinLevel },
+    memory: {
+      sessions: s.memorySessions,
+      checkpoints: s.memoryCheckpoints,
+      checkpointMaxFileBytes: s.memoryCheckpointMaxFileBytes,
+    },
   };
   const model = text(s.model);
   if (model !== undefined) {

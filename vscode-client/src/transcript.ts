@@ -13,6 +13,7 @@
  */
 import type { ApprovalOutcome, ApprovalView } from './approvals';
 import type { ToolEndView, ToolStartView } from './chatSession';
+import type { FileChangeView } from './memory';
 
 export interface TextItem {
   kind: 'text';
@@ -67,6 +68,12 @@ export interface TurnEntry {
   /** The note under a turn that ended early ('' otherwise). */
   note: string;
   open: boolean;
+  /** The server's id of the turn, once it ended (memory: its changes, undo). */
+  turnId?: string;
+  /** The files the turn changed (each opens its diff), with "Undo this turn". */
+  changes?: FileChangeView[];
+  /** Set once the turn was undone: what was written back. */
+  undone?: string;
 }
 export type Entry = UserEntry | TurnEntry;
 
@@ -94,6 +101,9 @@ export type ToView =
   | { type: 'endTurn'; note: string }
   | { type: 'approval'; view: ApprovalView }
   | { type: 'closeApproval'; approvalId: string; outcome: ApprovalOutcome; label?: string }
+  | { type: 'tagTurn'; turnId: string }
+  | { type: 'turnChanges'; turnId: string; files: FileChangeView[] }
+  | { type: 'turnUndone'; turnId: string; note: string }
   | { type: 'reveal'; approvalId: string };
 
 /** What one message changed, for a renderer that updates only that. */
@@ -221,6 +231,16 @@ export class Transcript {
         return this.addApproval(message.view);
       case 'closeApproval':
         return this.closeApproval(message.approvalId, message.outcome, message.label);
+      case 'tagTurn':
+        return this.tagTurn(message.turnId);
+      case 'turnChanges':
+        return this.onTurn(message.turnId, (turn) => {
+          turn.changes = message.files;
+        });
+      case 'turnUndone':
+        return this.onTurn(message.turnId, (turn) => {
+          turn.undone = message.note;
+        });
       case 'reveal':
         return [];
       default:
@@ -378,6 +398,26 @@ export class Transcript {
     }
     this.push(index, this.state.entries[index] as TurnEntry, { kind: 'approval', approval: view, approvalId: view.approvalId }, changes);
     return changes;
+  }
+
+  /** The turn that just ended (or was replayed) is `turnId`: the last assistant turn not yet tagged. */
+  private tagTurn(turnId: string): Change[] {
+    const entries = this.state.entries;
+    for (let e = entries.length - 1; e >= 0; e--) {
+      const entry = entries[e];
+      if (entry?.kind !== 'turn') continue;
+      if (entry.turnId !== undefined) return [];
+      entry.turnId = turnId;
+      return [{ kind: 'turnChanged', entry: e }];
+    }
+    return [];
+  }
+
+  private onTurn(turnId: string, update: (turn: TurnEntry) => void): Change[] {
+    const at = this.state.entries.findIndex((e) => e.kind === 'turn' && e.turnId === turnId);
+    if (at < 0) return [];
+    update(this.state.entries[at] as TurnEntry);
+    return [{ kind: 'turnChanged', entry: at }];
   }
 
   private closeApproval(approvalId: string, outcome: ApprovalOutcome, label: string | undefined): Change[] {

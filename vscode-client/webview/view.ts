@@ -4,6 +4,7 @@
  * text is re-rendered at most once per frame, and only its last markdown block
  * (streaming.ts). Takes the window and a poster, so it runs in jsdom for tests and benchmarks.
  */
+import type { FileChangeView } from '../src/memory';
 import { Transcript, type Change, type ToView, type TurnEntry, type TurnItem } from '../src/transcript';
 import { el, syncApproval, toolCard, updateToolCard, type ApprovalPoster } from './cards';
 import { Markdown, SAFE_LINK } from './markdown';
@@ -17,9 +18,15 @@ export type FromView =
   | { type: 'newSession' }
   | { type: 'approve'; approvalId: string; choice: string; message: string }
   | { type: 'openDiff'; approvalId: string; path: string }
+  | { type: 'openTurnDiff'; turnId: string; path: string }
+  | { type: 'undoTurn'; turnId: string }
   | { type: 'openLink'; href: string }
   | { type: 'copy'; text: string }
   | { type: 'insert'; text: string };
+
+/** A turn's footer: its note, its changed files, the undone note (items go before them). */
+const FOOTER = ':scope > .turn-note, :scope > .turn-changes';
+const ACTIONS: Readonly<Record<string, string>> = { created: 'A', modified: 'M', deleted: 'D' };
 
 export interface Poster {
   postMessage(message: FromView): void;
@@ -51,6 +58,7 @@ export class ChatView {
   private frame: number | undefined;
   private readonly doc: Document;
   private readonly approvals: ApprovalPoster;
+  private readonly poster: Poster;
 
   constructor(
     private readonly win: Window & typeof globalThis,
@@ -58,6 +66,7 @@ export class ChatView {
     poster: Poster,
   ) {
     this.doc = win.document;
+    this.poster = poster;
     this.markdown = new Markdown(win, {
       copy: (text) => poster.postMessage({ type: 'copy', text }),
       insert: (text) => poster.postMessage({ type: 'insert', text }),
@@ -182,7 +191,7 @@ export class ChatView {
     const parent = this.nodes[entry];
     const node = this.itemNode(entry, index);
     if (parent === undefined || node === undefined) return;
-    const next = parent.items[index]?.el ?? parent.el.querySelector(':scope > .turn-note');
+    const next = parent.items[index]?.el ?? parent.el.querySelector(FOOTER);
     parent.el.insertBefore(node.el, next ?? null);
     parent.items.splice(index, 0, node);
   }
@@ -257,12 +266,49 @@ export class ChatView {
     }
   }
 
+  /** What follows a turn's items: its note, the files it changed with Undo, and the undone note. */
   private renderNote(index: number): void {
     const entry = this.model.state.entries[index];
     const node = this.nodes[index];
     if (entry === undefined || entry.kind !== 'turn' || node === undefined) return;
-    node.el.querySelector(':scope > .turn-note')?.remove();
+    if (entry.turnId !== undefined) node.el.setAttribute('data-turn-id', entry.turnId);
+    node.el.classList.toggle('undone', entry.undone !== undefined);
+    for (const old of Array.from(node.el.querySelectorAll(FOOTER))) old.remove();
     if (entry.note !== '') node.el.append(el(this.doc, 'div', 'turn-note', entry.note));
+    if (entry.turnId !== undefined && entry.changes !== undefined && entry.changes.length > 0) {
+      node.el.append(this.changesBox(entry.turnId, entry.changes, entry.undone === undefined));
+    }
+    if (entry.undone !== undefined) node.el.append(el(this.doc, 'div', 'turn-note undone-note', entry.undone));
+  }
+
+  /** The files a turn changed (a click opens the diff) and "Undo this turn". */
+  private changesBox(turnId: string, files: FileChangeView[], undoable: boolean): HTMLElement {
+    const box = el(this.doc, 'div', 'turn-changes');
+    box.append(el(this.doc, 'div', 'turn-changes-title', files.length === 1 ? '1 file changed' : `${files.length} files changed`));
+    const list = el(this.doc, 'ul', 'turn-files');
+    for (const file of files) {
+      const item = el(this.doc, 'li', 'turn-file');
+      // Its own click handler runs first; the transcript's link handler then keeps "#" from
+      // navigating (it opens only http(s) and mailto links).
+      const link = el(this.doc, 'a', 'turn-file-link', file.path) as HTMLAnchorElement;
+      link.href = '#';
+      link.title = 'Show the diff';
+      link.setAttribute('data-path', file.path);
+      link.addEventListener('click', () => this.poster.postMessage({ type: 'openTurnDiff', turnId, path: file.path }));
+      const action = el(this.doc, 'span', 'turn-file-action', ACTIONS[file.action] ?? '?');
+      action.title = file.action;
+      action.dataset.action = file.action;
+      item.append(action, link);
+      list.append(item);
+    }
+    box.append(list);
+    if (undoable) {
+      const undo = el(this.doc, 'button', 'undo-turn', 'Undo this turn') as HTMLButtonElement;
+      undo.type = 'button';
+      undo.addEventListener('click', () => this.poster.postMessage({ type: 'undoTurn', turnId }));
+      box.append(undo);
+    }
+    return box;
   }
 
   private schedule(text: StreamingMarkdown): void {

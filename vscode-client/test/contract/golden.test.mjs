@@ -25,7 +25,8 @@ const TRANSCRIPTS = path.join(REPO_ROOT, 'tests', 'golden', 'transcripts');
 const READ_TIMEOUT_MS = 20_000;
 const QUIET_MS = 300;
 const MERGEABLE = new Set(['content', 'reasoning', 'tool_output', 'tool_args']);
-const PLACEHOLDER = /<(session|call|approval|request|content|rule):(\d+)>|<workspace>|<level>|<any>/g;
+const PLACEHOLDER = /<(session|call|approval|request|content|rule):(\d+)>|<workspace>|<level>|<any>|<time>|<commit>/g;
+const FIXED = { '<time>': '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ', '<commit>': '[0-9a-f]{40}' };
 const LEVELS = ['strong', 'standard', 'limits-only', 'none'];
 
 const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -59,6 +60,7 @@ class Bindings {
         source += escapeRegex(expected.slice(last, found.index));
         const token = found[0];
         if (token === '<workspace>') source += escapeRegex(this.workspace);
+        else if (token in FIXED) source += FIXED[token];
         else if (token === '<any>') source += '[\\s\\S]*';
         else if (this.values.has(token)) source += escapeRegex(this.values.get(token));
         else {
@@ -171,8 +173,7 @@ async function replay(transcript) {
     {
       cwd: REPO_ROOT,
       stdio: ['pipe', 'pipe', 'inherit'],
-      // a data folder of its own: rules remembered by a flow never reach the user's
-      env: { ...process.env, PYTHONUNBUFFERED: '1', GATEHOUSE_DATA_DIR: path.join(tmp, 'data') },
+      env: { ...process.env, PYTHONUNBUFFERED: '1', GATEHOUSE_DATA_DIR: path.join(tmp, 'gatehouse-data') },
     },
   );
   const writer = new StreamMessageWriter(child.stdin);

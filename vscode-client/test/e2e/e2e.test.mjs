@@ -143,7 +143,8 @@ async function approvalCard() {
 
 /** The newest answer's parts as the person sees them, top to bottom: text, tool cards, notes. */
 async function turnOrder() {
-  return (await view()).locator('.message.assistant').last().evaluate((message) => Array.from(message.children).map((node) => {
+  // The files a turn changed (.turn-changes, issue 11) follow the turn once the server has listed them.
+  return (await view()).locator('.message.assistant').last().evaluate((message) => Array.from(message.children).filter((node) => !node.classList.contains('turn-changes')).map((node) => {
     if (node.classList.contains('content')) return `text: ${node.textContent.trim()}`;
     if (node.classList.contains('tool-card')) return `tool: ${node.querySelector('.tool-status').textContent}`;
     return node.className;
@@ -258,6 +259,11 @@ describe('Gatehouse in VS Code (code-server + Chromium)', () => {
     // The turn reads as it happened: the sentence, the command, then the answer after it ran.
     const ORDER = ['text: I will create the file.', 'tool: completed', 'text: Done: allowed.txt was created.'];
     assert.deepEqual(await turnOrder(), ORDER);
+    // Under the turn, the file the command created (issue 11), with Undo this turn.
+    const created = f.locator('.message.assistant').last().locator('.turn-changes li.turn-file', { has: f.locator('a.turn-file-link[data-path="allowed.txt"]') });
+    await waitFor('the turn\'s changed files', () => created.isVisible(), { timeout: 20000 });
+    assert.equal(await created.locator('.turn-file-action').getAttribute('data-action'), 'created');
+    assert.equal(await f.locator('.message.assistant').last().locator('button.undo-turn').count(), 1);
     await screenshot(page, 'e2e-b2-allowed-ran');
     // A reloaded view gets the same turn, in the same order, from the extension host.
     // (a mark in the old document tells the reloaded one apart, whether VS Code swaps the frame or reloads it)

@@ -30,6 +30,8 @@ const SCRIPT = {
     read, call('edit_file', { path: 'notes.txt', old_text: 'three', new_text: '3' }), 'It has unsaved changes.',
     // (e) @gatehouse in VS Code's Chat view: the diff in the response, Open diff, Accept.
     read, call('edit_file', { path: 'notes.txt', old_text: 'three', new_text: '3' }), 'Changed it from the Chat view.',
+    // (f) the Gatehouse view lists the files a turn changed; its diff; Undo this turn (issue 11).
+    read, call('edit_file', { path: 'notes.txt', old_text: 'four, added by me', new_text: 'four' }), 'Shortened it.',
   ],
 };
 
@@ -315,5 +317,43 @@ describe('Edits in VS Code (code-server + Chromium)', () => {
     assert.match(after, /Changed notes\.txt: modify \(\+1 -1\)/);
     assert.match(after, /Changed it from the Chat view\./);
     await screenshot(page, 'edits-e3-native-accepted');
+  });
+
+  scenario('f: the Gatehouse view lists the files a turn changed; a click shows the diff; Undo this turn writes it back', async () => {
+    const before = '1\n2\n3\nfour, added by me';
+    assert.equal(notes(), before);
+    await startNewSession();
+    await send('Shorten the last line');
+    const card = await approvalCard();
+    await card.locator('button.approve-once').click();
+    await waitFor('the edit on disk', () => notes() === '1\n2\n3\nfour', { timeout: 20000 });
+    await turnEnded();
+    const f = await view();
+    const changes = f.locator('.message.assistant[data-turn-id] .turn-changes').last();
+    await waitFor('the turn\'s changed files', () => changes.isVisible(), { timeout: 20000 });
+    assert.equal((await changes.locator('.turn-changes-title').textContent())?.trim(), '1 file changed');
+    assert.equal(await changes.locator('.turn-file-action').getAttribute('data-action'), 'modified');
+    assert.equal(await changes.locator('a.turn-file-link').getAttribute('data-path'), 'notes.txt');
+    await screenshot(page, 'edits-f1-turn-changes');
+
+    await changes.locator('a.turn-file-link').click();
+    const editor = page.locator('.editor-instance .monaco-editor .view-lines').first();
+    await waitFor('the turn\'s diff in an editor', async () => {
+      const shown = (await editor.textContent())?.replace(/\u00a0/g, ' ') ?? '';
+      return shown.includes('-four, added by me') && shown.includes('+four');
+    }, { timeout: 20000 });
+    await screenshot(page, 'edits-f2-turn-diff');
+
+    await changes.locator('button.undo-turn').click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10000 });
+    assert.match(await dialog.innerText(), /Undo this turn\?/);
+    await dialog.locator('.monaco-button', { hasText: /^Undo$/ }).click();
+    await waitFor('the file written back', () => notes() === before, { timeout: 20000 });
+    const message = f.locator('.message.assistant[data-turn-id]').last();
+    await waitFor('the turn marked undone', async () => /undone/.test(await message.getAttribute('class') ?? ''), { timeout: 10000 });
+    assert.match(await message.locator('.undone-note').textContent(), /Undone: 1 file\(s\) written back/);
+    assert.equal(await message.locator('button.undo-turn').count(), 0);
+    await screenshot(page, 'edits-f3-undone');
   });
 });

@@ -184,7 +184,7 @@ test('new session: cancels the running turn, clears the UI, drops late events an
   assert.equal(chat.currentSessionId, 's_2');
 });
 
-test('server restart forgets the session and ends a running turn', async () => {
+test('after a server restart the running turn is lost but the saved session continues', async () => {
   const { ui, transport, chat } = setup();
   const first = chat.send('x');
   transport.last.resolve(result());
@@ -192,10 +192,32 @@ test('server restart forgets the session and ends a running turn', async () => {
   void chat.send('y');
   chat.serverRestarted();
   assert.equal(chat.running, false);
-  assert.equal(chat.currentSessionId, undefined);
+  assert.equal(chat.currentSessionId, S);
   assert.match(ui.error, /restarted/);
+  assert.match(ui.status, /continues this session/);
+  void chat.send('z');
+  assert.deepEqual(transport.last.params, { prompt: 'z', sessionId: S });
+});
+
+test('a session the server no longer knows is dropped, and the next message starts a new one', async () => {
+  const { ui, transport, chat } = setup();
+  const first = chat.send('x');
+  transport.last.resolve(result());
+  await first;
+  const second = chat.send('y');
+  transport.last.reject(Object.assign(new Error("Invalid params: sessionId: unknown session 's_1'"), { code: -32602 }));
+  await second;
+  assert.equal(chat.currentSessionId, undefined);
+  assert.match(ui.error, /session is gone/);
   void chat.send('z');
   assert.deepEqual(transport.last.params, { prompt: 'z' });
+});
+
+test('adopting a saved session continues it', () => {
+  const { transport, chat } = setup();
+  chat.adopt('s_saved');
+  void chat.send('more');
+  assert.deepEqual(transport.last.params, { prompt: 'more', sessionId: 's_saved' });
 });
 
 test('model text and command output are shown with hidden characters written out', async () => {

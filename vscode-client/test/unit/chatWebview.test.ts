@@ -171,3 +171,38 @@ test('an edit\'s card shows each file\'s diff with line numbers, Open diff, and 
   assert.equal(transcript.querySelector('.tool-card .tool-edit')?.textContent, 'Changed notes.txt: modify (+1 -1, your version)');
   assert.equal(transcript.querySelector('.tool-card .approval-note')?.textContent, 'Allowed once');
 });
+
+test('a finished turn lists the files it changed (a click asks for the diff) with Undo this turn; undone, it says so', () => {
+  const { view, transcript, posted } = chatView();
+  for (const m of [...TURN, ...AFTER]) view.handle(m);
+  view.handle({ type: 'tagTurn', turnId: 's:1' });
+  view.handle({ type: 'turnChanges', turnId: 's:1', files: [{ path: 'allowed.txt', action: 'created' }, { path: 'old.txt', action: 'deleted' }] });
+  const message = transcript.querySelector('.message.assistant[data-turn-id="s:1"]') as HTMLElement;
+  assert.ok(message, 'the finished turn carries its id');
+  const box = message.querySelector('.turn-changes') as HTMLElement;
+  assert.equal(box.querySelector('.turn-changes-title')?.textContent, '2 files changed');
+  assert.deepEqual(Array.from(box.querySelectorAll('li.turn-file')).map((li) => [li.querySelector('.turn-file-action')?.getAttribute('data-action'), li.querySelector('.turn-file-action')?.textContent, li.querySelector('a.turn-file-link')?.getAttribute('data-path')]),
+    [['created', 'A', 'allowed.txt'], ['deleted', 'D', 'old.txt']]);
+  (box.querySelector('a.turn-file-link[data-path="old.txt"]') as HTMLElement).click();
+  assert.deepEqual(posted.at(-1), { type: 'openTurnDiff', turnId: 's:1', path: 'old.txt' }, 'the diff, never a link to follow');
+  (box.querySelector('button.undo-turn') as HTMLButtonElement).click();
+  assert.deepEqual(posted.at(-1), { type: 'undoTurn', turnId: 's:1' });
+  // A later turn is tagged on its own; the first keeps its id.
+  view.handle({ type: 'user', text: 'again' });
+  view.handle({ type: 'beginTurn' });
+  view.handle({ type: 'content', text: 'More.' });
+  view.handle({ type: 'endTurn', note: '' });
+  view.handle({ type: 'tagTurn', turnId: 's:2' });
+  assert.deepEqual(Array.from(transcript.querySelectorAll('.message.assistant')).map((m) => m.getAttribute('data-turn-id')), ['s:1', 's:2']);
+  view.handle({ type: 'turnUndone', turnId: 's:1', note: 'Undone: 2 file(s) written back.' });
+  assert.ok(message.classList.contains('undone'));
+  assert.equal(message.querySelector('button.undo-turn'), null, 'an undone turn cannot be undone again');
+  assert.equal(message.querySelector('.undone-note')?.textContent, 'Undone: 2 file(s) written back.');
+  // A reloaded view shows the same.
+  const again = chatView();
+  again.view.handle({ type: 'snapshot', state: view.model.snapshot() });
+  const restored = again.transcript.querySelector('.message.assistant[data-turn-id="s:1"]') as HTMLElement;
+  assert.ok(restored.classList.contains('undone'));
+  assert.equal(restored.querySelectorAll('li.turn-file').length, 2);
+  assert.equal(restored.querySelector('.undone-note')?.textContent, 'Undone: 2 file(s) written back.');
+});

@@ -16,10 +16,11 @@ test('defaults map to the server defaults, with no empty strings', () => {
     confirmTimeoutSeconds: 300,
     toolTimeoutSeconds: 120,
     sandbox: { network: false, minLevel: 'standard' },
+    memory: { sessions: true, checkpoints: true, checkpointMaxFileBytes: 10485760 },
   });
 });
 
-test('every setting key maps to its initializationOptions name, with nested sandbox and openai', () => {
+test('every setting key maps to its initializationOptions name, with nested sandbox, memory and openai', () => {
   const values: Record<string, unknown> = {
     backend: 'openai',
     model: 'qwen2.5-coder',
@@ -34,6 +35,9 @@ test('every setting key maps to its initializationOptions name, with nested sand
     bypassPermissions: true,
     'sandbox.network': true,
     'sandbox.minLevel': 'strong',
+    'memory.sessions': false,
+    'memory.checkpoints': false,
+    'memory.checkpointMaxFileBytes': 1024,
     confirmTimeoutSeconds: 30,
     toolTimeoutSeconds: 10.5,
     'openai.baseUrl': 'http://localhost:8000/v1',
@@ -60,6 +64,7 @@ test('every setting key maps to its initializationOptions name, with nested sand
     confirmTimeoutSeconds: 30,
     toolTimeoutSeconds: 10.5,
     sandbox: { network: true, minLevel: 'strong' },
+    memory: { sessions: false, checkpoints: false, checkpointMaxFileBytes: 1024 },
     openai: { baseUrl: 'http://localhost:8000/v1', model: 'gpt-x', apiKeyEnv: 'MY_KEY' },
   });
 });
@@ -71,7 +76,7 @@ test('every declared setting is read', () => {
     return fallback;
   });
   assert.deepEqual(read.sort(), Object.values(DEFAULTS).map(([key]) => key).sort());
-  assert.equal(read.length, 20);
+  assert.equal(read.length, 23);
 });
 
 test('the client-only settings never reach the server', () => {
