@@ -50,7 +50,9 @@ from server.transport import ClientCancelled
 
 logger = logging.getLogger(__name__)
 
-PromptStyle = Literal["toolConfirm", "showMessageRequest"]
+PromptStyle = Literal["toolConfirm", "showMessageRequest", "none"]
+"""How this client is asked: ``none`` when it advertises neither way (every ask then fails
+closed at once, e.g. an edit of an auto-run path with ``confirmFileEdits`` off)."""
 
 DENY = "Deny"
 BASE_DECISION: dict[str, ClientDecision] = {
@@ -290,6 +292,12 @@ class Approvals:
     async def ask(
         self, session_id: str, turn_id: str, request: ApprovalRequest, settings: PromptSettings
     ) -> ApprovalOutcome:
+        if settings.style == "none":  # never send a request the client said it cannot answer
+            return ApprovalOutcome(
+                "failed",
+                "this editor cannot show an approval prompt (it advertises neither toolConfirm "
+                "nor window/showMessageRequest)",
+            )
         pending = self._register(session_id, request.tool_call_id)
         params: Any
         parse: Callable[[Any, PendingApproval, ApprovalRequest], ApprovalOutcome]

@@ -257,7 +257,13 @@ class AgentService:
         session.active, session.active_turn_id = control, turn_id
         stream = TurnStream(self.notify, session.session_id, turn_id)
         prompts = PromptSettings(
-            style="toolConfirm" if self.client.tool_confirm else "showMessageRequest",
+            style=(
+                "toolConfirm"
+                if self.client.tool_confirm
+                else "showMessageRequest"
+                if self.client.show_message_request
+                else "none"
+            ),
             sandbox=self.sandbox.info,
             workspace=str(self.workspace),
             timeout_seconds=self.options.confirm_timeout_seconds,

@@ -261,3 +261,18 @@ async def test_confirm_file_edits_is_refused_up_front_when_no_prompt_can_be_show
     assert error.code == -32600 and error.data == {"param": "confirmFileEdits"}
     served = await peer.chat(enabledTools=["read_file", "write_file"], confirmFileEdits=False)
     assert served["text"] == "never"
+
+
+async def test_an_auto_run_path_is_refused_at_once_when_the_editor_cannot_be_asked(
+    start_server: StartServer,
+) -> None:
+    # confirmFileEdits off lets the request in; the edit of .vscode/ must still be asked about,
+    # and an editor that advertises no way to ask is not sent a prompt it cannot answer.
+    hook = tool_call("write_file", path=".vscode/tasks.json", content="{}\n")
+    peer = await start(start_server, [hook, "Done."], capabilities=NO_PROMPT_CAPS)
+    result = await peer.chat(enabledTools=["read_file", "write_file"], confirmFileEdits=False)
+    assert [c["status"] for c in result["toolCalls"]] == ["denied"]
+    assert "showMessageRequest" not in peer.order and peer.confirms == []
+    [end] = peer.of_type("tool_end")
+    assert "cannot show an approval prompt" in end["result"]
+    assert not (peer.workspace / ".vscode").exists()
