@@ -397,6 +397,17 @@ async def test_a_patch_creates_changes_and_deletes_files(ws: Path) -> None:
     assert sorted(os.listdir(ws)) == ["docs", "src"]
 
 
+async def test_a_patch_that_creates_an_executable_file_shows_it_in_the_diff(ws: Path) -> None:
+    patch = "new file mode 100755\n--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo hi\n"
+    ctx = context(ws)
+    proposal = await propose(ApplyPatchTool(), ctx, patch=patch)
+    [created] = proposal.edits
+    assert created.diff.startswith("new file mode 100755\n--- /dev/null\n+++ b/run.sh\n")
+    outcome = await ApplyPatchTool().apply(proposal, ctx)
+    assert os.stat(ws / "run.sh").st_mode & stat.S_IXUSR
+    assert outcome.edits[0].diff == created.diff  # tool_end says so too
+
+
 async def test_a_patch_whose_third_file_is_stale_changes_nothing(ws: Path) -> None:
     for name in ("a.txt", "b.txt", "c.txt"):
         (ws / name).write_text(f"{name}\n")
