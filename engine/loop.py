@@ -111,7 +111,8 @@ class _Turn:
         self.text_parts: list[str] = []
         self.records: list[ToolCallRecord] = []
         self.calls_used = 0
-        self.succeeded: set[str] = set()
+        self.succeeded: dict[str, bool] = {}
+        """Calls that succeeded in this turn (skipped if repeated) -> whether they only read."""
         self.offered = loop.offered_tools(request)
         self.box = loop.box.unconfined() if request.policy.bypass_permissions else loop.box
         self.book = RuleBook(
@@ -232,11 +233,8 @@ class _Turn:
             if refusal is not None:  # never run weaker than the configured minimum
                 return None, None, refusal
         if _call_key(call.name, call.arguments) in self.succeeded:
-            return (
-                None,
-                None,
-                ("Skipped: an identical call already succeeded in this turn; use its result."),
-            )
+            text = "Skipped: an identical call already succeeded in this turn; use its result."
+            return None, None, text
         return tool, args, None
 
     def _context(self, record: ToolCallRecord) -> ToolContext:
@@ -253,6 +251,10 @@ class _Turn:
     async def _handle_call(self, call: ParsedToolCall) -> tuple[ToolCallRecord, str]:
         record = ToolCallRecord(_new_call_id(), call.name, call.arguments, "failed")
         self.records.append(record)
+        named = self.loop.tools.get(call.name)
+        if named is not None and named.kind not in ("read", "search"):
+            # Files may change (or be found changed): a read already made may be made again.
+            self.succeeded = {k: reads for k, reads in self.succeeded.items() if not reads}
 
         def end(status: ToolStatus, text: str, outcome: ToolOutcome | None = None) -> None:
             record.status = status
@@ -365,7 +367,7 @@ class _Turn:
             raise
         status: ToolStatus = "failed" if outcome.failed else "completed"
         if status == "completed" and outcome.exit_code in (None, 0):
-            self.succeeded.add(_call_key(call.name, call.arguments))
+            self.succeeded[_call_key(call.name, call.arguments)] = tool.kind in ("read", "search")
         end(status, outcome.text, outcome)
         return record, outcome.text
 

@@ -277,6 +277,8 @@ class WorkspaceFS:
             try:
                 opened = self.open_dir("/".join(folders[:existing]))
             except ToolError:
+                # Missing: create it. Anything else (a link leading outside) is said as it is.
+                self.resolve("/".join(folders[:existing]), must_exist=False)
                 existing -= 1
                 continue
             if opened.parts != folders[:existing]:

@@ -50,8 +50,10 @@ from server.transport import ClientCancelled
 
 logger = logging.getLogger(__name__)
 
-PromptStyle = Literal["toolConfirm", "showMessageRequest", "acp"]
-"""How approvals are asked: ``acp`` is ``session/request_permission`` (:mod:`server.acp`)."""
+PromptStyle = Literal["toolConfirm", "showMessageRequest", "acp", "none"]
+"""How approvals are asked: ``acp`` is ``session/request_permission`` (:mod:`server.acp`);
+``none`` when the client advertises no way (every ask then fails closed at once, e.g. an edit of
+an auto-run path with ``confirmFileEdits`` off)."""
 
 DENY = "Deny"
 BASE_DECISION: dict[str, ClientDecision] = {
@@ -298,6 +300,12 @@ class Approvals:
     async def ask(
         self, session_id: str, turn_id: str, request: ApprovalRequest, settings: PromptSettings
     ) -> ApprovalOutcome:
+        if settings.style == "none":  # never send a request the client said it cannot answer
+            return ApprovalOutcome(
+                "failed",
+                "this editor cannot show an approval prompt (it advertises neither toolConfirm "
+                "nor window/showMessageRequest)",
+            )
         pending = self._register(session_id, request.tool_call_id)
         params: Any
         parse: Callable[[Any, PendingApproval, ApprovalRequest], ApprovalOutcome]

@@ -371,7 +371,11 @@ class AgentService:
         request = self.check_turn(params)
         session = await self._session_for(params)
         prompts = self.prompt_settings(
-            "toolConfirm" if self.client.tool_confirm else "showMessageRequest"
+            "toolConfirm"
+            if self.client.tool_confirm
+            else "showMessageRequest"
+            if self.client.show_message_request
+            else "none"
         )
 
         def approver(turn_id: str, stream: CoalescingStream) -> Approver:

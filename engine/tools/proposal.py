@@ -110,6 +110,8 @@ def plan_file(
         fmt.to_disk(new_text, path)  # too large, or not encodable: refused now, not after asking
     old_text = current.text if current is not None else None
     diff = file_diff(path, action, old_text, new_text)
+    if executable:  # the person sees that the new file will be executable, as git shows it
+        diff = "new file mode 100755\n" + diff
     edit = FileEdit(
         path,
         action,

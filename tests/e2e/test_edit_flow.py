@@ -161,6 +161,26 @@ async def test_an_edit_of_a_file_with_unsaved_changes_in_the_editor_is_refused(
     assert on_disk(peer) == "one\n2\nthree\n"
 
 
+async def test_unsaved_changes_are_seen_in_a_file_whose_uri_is_percent_encoded(
+    start_server: StartServer,
+) -> None:
+    name = "my notes é#1.txt"  # the editor's URI escapes the space, the é and the #
+    read = tool_call("read_file", path=name)
+    edit = tool_call("edit_file", path=name, old_text="two", new_text="2")
+    peer = await start(start_server, [read, edit, "Saved?"])
+    (peer.workspace / name).write_text(NOTES)
+    uri = (peer.workspace / name).as_uri()
+    assert "%20" in uri and "%C3%A9" in uri and "%23" in uri
+    unsaved = NOTES.replace("three", "three!")
+    document = lsp.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text=unsaved)
+    peer.client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=document))
+    await peer.chat()
+    assert peer.confirms == []
+    end = peer.of_type("tool_end")[-1]
+    assert end["status"] == "failed" and "unsaved changes" in end["result"]
+    assert (peer.workspace / name).read_text() == NOTES
+
+
 async def test_the_fallback_prompt_shows_the_diff_and_denies_what_it_cannot_show(
     start_server: StartServer,
 ) -> None:
@@ -261,3 +281,18 @@ async def test_confirm_file_edits_is_refused_up_front_when_no_prompt_can_be_show
     assert error.code == -32600 and error.data == {"param": "confirmFileEdits"}
     served = await peer.chat(enabledTools=["read_file", "write_file"], confirmFileEdits=False)
     assert served["text"] == "never"
+
+
+async def test_an_auto_run_path_is_refused_at_once_when_the_editor_cannot_be_asked(
+    start_server: StartServer,
+) -> None:
+    # confirmFileEdits off lets the request in; the edit of .vscode/ must still be asked about,
+    # and an editor that advertises no way to ask is not sent a prompt it cannot answer.
+    hook = tool_call("write_file", path=".vscode/tasks.json", content="{}\n")
+    peer = await start(start_server, [hook, "Done."], capabilities=NO_PROMPT_CAPS)
+    result = await peer.chat(enabledTools=["read_file", "write_file"], confirmFileEdits=False)
+    assert [c["status"] for c in result["toolCalls"]] == ["denied"]
+    assert "showMessageRequest" not in peer.order and peer.confirms == []
+    [end] = peer.of_type("tool_end")
+    assert "cannot show an approval prompt" in end["result"]
+    assert not (peer.workspace / ".vscode").exists()

@@ -164,7 +164,7 @@ async def test_an_unanswered_approval_times_out_is_withdrawn_and_a_late_allow_is
     channel = FakeChannel()
     approvals = Approvals(channel)
     outcome = await approvals.ask("s1", "t", request(), settings(timeout=0.01))
-    assert outcome == ApprovalOutcome("timed_out", "0.01 seconds", "timeout")
+    assert outcome == ApprovalOutcome("timed_out", "0.01 seconds")
     assert channel.withdrawn == [channel.sent[0][2]]
     channel.replies[0].set_result({"decision": "allow"})
     await asyncio.sleep(0.01)

@@ -13,7 +13,14 @@ import pytest
 from engine.backends.scripted import ScriptedBackend, ScriptedTurn
 from engine.events import ToolEnded, ToolStarted
 from engine.gate import GatePolicy
-from engine.loop import AgentLoop, ApprovalOutcome, Conversation, TurnControl, TurnRequest
+from engine.loop import (
+    AgentLoop,
+    ApprovalOutcome,
+    ApprovalRequest,
+    Conversation,
+    TurnControl,
+    TurnRequest,
+)
 from engine.tools import BUILTIN_TOOLS
 from sandbox.box import Box
 from tests.unit.test_loop import ALLOW, ALLOW_SESSION, Harness, tool_messages
@@ -82,6 +89,26 @@ async def test_the_users_own_version_is_written_and_the_model_is_told(h: Harness
     assert "-2\n+two, but better\n" in told
     [applied] = h.events(ToolEnded)[-1].edits
     assert applied.user_edited and "+two, but better" in applied.diff
+
+
+async def test_a_file_changed_during_the_prompt_can_be_read_again_and_edited_in_the_same_turn(
+    h: Harness,
+) -> None:
+    asked = h.approve
+
+    async def user_saves_meanwhile(request: ApprovalRequest) -> ApprovalOutcome:
+        if not h.asked:  # while the first prompt is open, the user saves another version
+            (h.workspace / "notes.txt").write_text("one\ntwo\nthree\nfour\n")
+        return await asked(request)
+
+    h.approve = user_saves_meanwhile  # type: ignore[method-assign]
+    result = await h.run(READ, EDIT, READ, EDIT, "Done.", answers=[ALLOW, ALLOW])
+    told = [m.content for m in tool_messages(h.conversation)]
+    assert "changed on disk after it was proposed" in told[1] and "read it again" in told[1]
+    assert told[2] == "one\ntwo\nthree\nfour\n"  # the same read_file runs again, not skipped
+    statuses = [r.status for r in result.tool_calls]
+    assert statuses == ["completed", "failed", "completed", "completed"]
+    assert notes(h) == "one\n2\nthree\nfour\n"
 
 
 async def test_a_call_that_cannot_be_made_is_not_asked_about(h: Harness) -> None:

@@ -285,6 +285,29 @@ async def test_a_link_inside_the_workspace_edits_its_target(ws: Path) -> None:
     assert (ws / "alias.txt").is_symlink()
 
 
+async def test_a_folder_swapped_for_a_link_outside_while_the_prompt_is_open_gets_nothing(
+    ws: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.py").write_bytes((ws / "src" / "app.py").read_bytes())  # same digest
+    ctx = context(ws)
+    await read(ctx, "src/app.py")
+    change = await propose(EditFileTool(), ctx, path="src/app.py", old_text="hi", new_text="yo")
+    create = await propose(WriteFileTool(), ctx, path="pkg/new.py", content="X = 1\n")
+    # While the person reads the diffs, something swaps the folders for links leading out.
+    os.rename(ws / "src", ws / "src.moved")
+    (ws / "src").symlink_to(outside, target_is_directory=True)
+    (ws / "pkg").symlink_to(outside, target_is_directory=True)
+    for tool, proposal in ((EditFileTool(), change), (WriteFileTool(), create)):
+        with pytest.raises(ToolError) as info:
+            await tool.apply(proposal, ctx)
+        assert "outside the workspace" in str(info.value), str(info.value)
+    assert "print('hi')" in (outside / "app.py").read_text()
+    assert "print('hi')" in (ws / "src.moved" / "app.py").read_text()
+    assert sorted(os.listdir(outside)) == ["app.py"]
+
+
 async def test_write_file_creates_files_and_folders_without_a_read(ws: Path) -> None:
     ctx = context(ws)
     proposal = await propose(WriteFileTool(), ctx, path="pkg/sub/new.py", content="X = 1\n")
@@ -395,6 +418,17 @@ async def test_a_patch_creates_changes_and_deletes_files(ws: Path) -> None:
     assert (ws / "docs" / "new.md").read_text() == "# New\ntext\n"
     assert len(outcome.edits) == 3
     assert sorted(os.listdir(ws)) == ["docs", "src"]
+
+
+async def test_a_patch_that_creates_an_executable_file_shows_it_in_the_diff(ws: Path) -> None:
+    patch = "new file mode 100755\n--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo hi\n"
+    ctx = context(ws)
+    proposal = await propose(ApplyPatchTool(), ctx, patch=patch)
+    [created] = proposal.edits
+    assert created.diff.startswith("new file mode 100755\n--- /dev/null\n+++ b/run.sh\n")
+    outcome = await ApplyPatchTool().apply(proposal, ctx)
+    assert os.stat(ws / "run.sh").st_mode & stat.S_IXUSR
+    assert outcome.edits[0].diff == created.diff  # tool_end says so too
 
 
 async def test_a_patch_whose_third_file_is_stale_changes_nothing(ws: Path) -> None:

@@ -194,6 +194,7 @@ describe('Edits in VS Code (code-server + Chromium)', () => {
     assert.deepEqual(buttons.slice(0, 2), ['Deny', 'Accept'], `Deny first, then Accept: ${buttons}`);
     assert.match(buttons[2] ?? '', /edit_file `notes\.txt` in this session/);
     assert.equal(notes(), NOTES, 'nothing is written before Accept');
+    await card.locator('.approval-edit').first().scrollIntoViewIfNeeded(); // the diff in the picture
     await screenshot(page, 'edits-a1-card-diff');
 
     await card.locator('button.open-diff').click();
