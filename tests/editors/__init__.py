@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("GATEHOUSE_EDITORS_CACHE", Path.home() / ".cache/gatehouse-editors"))
+"""Where scripts/setup-editors.sh keeps Node 22, acpx and the current Neovim."""
 
 
 def require_tool(name: str, how: str, path: str | None = None) -> str:

@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.editors import REPO, require_tool
+from tests.editors import CACHE, REPO, require_tool
 
-CACHE = Path(os.environ.get("GATEHOUSE_EDITORS_CACHE", Path.home() / ".cache/gatehouse-editors"))
 TOUCH = (
     "Let me check. <tool_call>"
     + json.dumps({"name": "terminal", "arguments": {"command": "echo ran > made.txt"}})

