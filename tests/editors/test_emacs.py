@@ -113,7 +113,7 @@ def test_following_the_docs_enter_denies_allow_runs_and_the_answer_streams(
     init = home / ".emacs.d" / "init.el"
     init.parent.mkdir()
     init.write_text(docs_block("Emacs", "elisp"), encoding="utf-8")
-    results = []
+    results: list[dict[str, Any]] = []
     for answer in ("default", "Allow once"):
         report = tmp_path / f"report-{len(results)}.json"
         env = home_env(home) | {
