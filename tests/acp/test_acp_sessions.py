@@ -199,3 +199,35 @@ async def test_model_text_reaches_the_client_display_safe(start_acp: StartAcp) -
     peer = await start_acp(["Done.\x1b[2K all good\u202e\r\nnext line\r"])
     await peer.prompt(await peer.new_session())
     assert peer.client.text() == "Done.\\x1b[2K all good<U+202E>\nnext line\\x0d"
+
+
+async def test_an_error_reply_to_the_permission_request_runs_nothing(start_acp: StartAcp) -> None:
+    async def broken(_call: Any, _options: Any) -> Any:
+        raise RequestError.internal_error({"why": "the client's dialog crashed"})
+
+    peer = await start_acp([TOUCH, "Fine."], broken)
+    response = await peer.prompt(await peer.new_session())
+
+    assert response.stop_reason == "end_turn"
+    assert not (peer.workspace / "made.txt").exists()
+    last = peer.client.of("tool_call_update")[-1]
+    assert last.status == "failed" and "with an error" in last.raw_output["result"]
+
+
+async def test_reading_and_searching_are_shown_as_read_and_search_calls(
+    start_acp: StartAcp,
+) -> None:
+    turns = [
+        tool_call("read_file", path="notes.txt") + tool_call("search_files", pattern="TODO"),
+        "Read.",
+    ]
+    peer = await start_acp(turns)
+    (peer.workspace / "notes.txt").write_text("TODO: count\n", encoding="utf-8")
+    await peer.prompt(await peer.new_session())
+
+    calls = peer.client.of("tool_call")
+    assert [c.kind for c in calls] == ["read", "search"]
+    assert {c.status for c in calls} == {"in_progress"}
+    assert [c.title for c in calls] == ["read_file: notes.txt", "search_files: TODO"]
+    assert not peer.client.permissions  # reading is not gated
+    assert [u.status for u in peer.client.of("tool_call_update")] == ["completed", "completed"]
