@@ -47,11 +47,14 @@ async def test_the_documented_agent_server_streams_defaults_to_deny_and_allow_ru
         conn,
         _process,
     ):
-        await conn.initialize(
+        hello = await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(),
             client_info=Implementation(name=section, version="0"),
         )
+        assert hello.agent_info is not None and hello.agent_info.name == "gatehouse"
+        assert hello.agent_capabilities is not None
+        assert hello.agent_capabilities.load_session is False  # no session is saved yet
         session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         denied = await conn.prompt(session_id=session, prompt=[text_block("count the lines")])
 
