@@ -68,6 +68,19 @@ local ok, err = pcall(function()
     return not gatehouse._state.running
   end, 10)
   report.finished = done
+  if scenario == "new" then -- a second prompt continues the session; after :GatehouseNew, not
+    report.sessions = { gatehouse._state.session_id }
+    for _, command in ipairs({ "", "GatehouseNew" }) do
+      if command ~= "" then
+        vim.cmd(command)
+      end
+      vim.cmd("GatehouseChat " .. env.GATEHOUSE_PROMPT)
+      vim.wait(60000, function()
+        return not gatehouse._state.running
+      end, 10)
+      table.insert(report.sessions, gatehouse._state.session_id)
+    end
+  end
   vim.wait(3000, function()
     return gatehouse._state.model ~= nil -- agent/status, asked after the turn
   end, 10)

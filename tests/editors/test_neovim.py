@@ -145,6 +145,15 @@ def test_stop_cancels_the_running_turn(tmp_path: Path) -> None:
     assert "more words" not in result["buffer"]
 
 
+def test_a_prompt_continues_the_session_until_gatehouse_new(tmp_path: Path) -> None:
+    result = run_scenario(tmp_path, "new", ["One.", "Two.", "Three."])
+
+    first, second, third = result["sessions"]
+    assert first and first == second and third and third != first
+    assert "── new session ──" in result["buffer"]
+    assert result["buffer"].count("── end_turn ──") == 3
+
+
 def test_a_timed_out_prompt_is_marked_and_nothing_runs(tmp_path: Path) -> None:
     result = run_scenario(
         tmp_path,
