@@ -231,3 +231,15 @@ async def test_reading_and_searching_are_shown_as_read_and_search_calls(
     assert [c.title for c in calls] == ["read_file: notes.txt", "search_files: TODO"]
     assert not peer.client.permissions  # reading is not gated
     assert [u.status for u in peer.client.of("tool_call_update")] == ["completed", "completed"]
+
+
+async def test_a_prompt_naming_a_model_in_its_meta_gets_that_model(start_acp: StartAcp) -> None:
+    # as agent/chat's model param: a model other than the loaded one is made for this prompt
+    # (here another scripted model, which starts its script again)
+    peer = await start_acp(["first", "second"])
+    session = await peer.new_session()
+    await peer.prompt(session)
+    await peer.conn.prompt(
+        session_id=session, prompt=[text_block("go")], gatehouse={"model": "another-script"}
+    )
+    assert peer.client.text() == "firstfirst"
