@@ -54,7 +54,7 @@ async def test_the_documented_agent_server_streams_defaults_to_deny_and_allow_ru
         )
         assert hello.agent_info is not None and hello.agent_info.name == "gatehouse"
         assert hello.agent_capabilities is not None
-        assert hello.agent_capabilities.load_session is False  # no session is saved yet
+        assert hello.agent_capabilities.load_session is True  # sessions are saved (memory.md)
         session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         denied = await conn.prompt(session_id=session, prompt=[text_block("count the lines")])
 
