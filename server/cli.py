@@ -203,17 +203,33 @@ def _acp(args: argparse.Namespace) -> int:
     return serve_acp(args.workspace, option_flags(args), scratch_root, early)
 
 
+def _log_handler(log_file: str | None) -> tuple[logging.Handler, str | None]:
+    """The log's handler: ``--log-file`` (its folder made when missing: an editor's cache folder
+    may not exist yet), else stderr; a log file that cannot be written falls back to stderr with
+    the reason, instead of the server not starting."""
+    if not log_file:
+        return logging.StreamHandler(sys.stderr), None
+    try:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        return logging.FileHandler(log_file), None
+    except OSError as exc:
+        return logging.StreamHandler(sys.stderr), f"cannot write the log file {log_file} ({exc})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.log_level is None:
         # The harness shows a transcript: the server's INFO lines would only clutter it.
         args.log_level = "INFO" if args.command in ("serve", "acp") else "WARNING"
     log_file = getattr(args, "log_file", None)
+    handler, unwritable = _log_handler(log_file)
     logging.basicConfig(
         level=getattr(logging, args.log_level),
-        **({"filename": log_file} if log_file else {"stream": sys.stderr}),
+        handlers=[handler],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if unwritable:
+        logging.getLogger(__name__).warning("%s: logging to stderr instead", unwritable)
     if args.log_level != "DEBUG":
         # pygls logs every message it sends at INFO: noise, and a cost on the hot path.
         logging.getLogger("pygls").setLevel(logging.WARNING)

@@ -220,7 +220,7 @@ class GatehouseAgent:
             self.service.run_turn(
                 session,
                 request,
-                None,
+                params.model,
                 make_stream,
                 lambda _turn_id, stream: permissions.for_turn(
                     session_id,

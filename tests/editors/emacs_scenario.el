@@ -8,8 +8,8 @@
        (asked nil)
        (samples nil)
        (default-directory (file-name-as-directory (getenv "GATEHOUSE_WORKSPACE"))))
-  (setq gatehouse-command (json-read-from-string (getenv "GATEHOUSE_COMMAND")))
-  (setq gatehouse-command (append gatehouse-command nil))
+  (when (getenv "GATEHOUSE_COMMAND")  ; else: the user's init file set it (docs/editors.md)
+    (setq gatehouse-command (append (json-read-from-string (getenv "GATEHOUSE_COMMAND")) nil)))
   (advice-add 'completing-read :override
               (lambda (prompt collection &optional _pred _req initial &rest _)
                 (push (list (cons 'prompt prompt) (cons 'choices (vconcat collection))

@@ -1,14 +1,23 @@
--- One scenario of tests/editors/test_neovim.py, run by `nvim --headless --clean -u THIS`.
+-- One scenario of tests/editors/test_neovim.py, run by `nvim --headless --clean -u THIS` (or, as
+-- a user who followed docs/editors.md, `nvim --headless -c 'luafile THIS'`).
 -- The plug-in is used as a person would (its commands), with vim.ui.select replaced by a
 -- recording function; the buffer is sampled while the turn runs. Writes a JSON report.
 local env = vim.env
 local plugin_dir, report_path = env.GATEHOUSE_PLUGIN_DIR, env.GATEHOUSE_REPORT
 local scenario, answer = env.GATEHOUSE_SCENARIO, env.GATEHOUSE_ANSWER
-vim.opt.runtimepath:prepend(plugin_dir)
-vim.cmd("runtime plugin/gatehouse.lua")
-local gatehouse = require("gatehouse")
-
+if plugin_dir then -- else: installed and set up as docs/editors.md says (init.lua, a package)
+  vim.opt.runtimepath:prepend(plugin_dir)
+  vim.cmd("runtime plugin/gatehouse.lua")
+end
 local report = { scenario = scenario, asked = {}, snapshots = {}, errors = {} }
+local found, gatehouse = pcall(require, "gatehouse")
+if not found or vim.fn.exists(":GatehouseChat") ~= 2 then -- not installed: say so at once
+  table.insert(report.errors, "the plug-in is not loaded: " .. tostring(found and "" or gatehouse))
+  local file = io.open(report_path, "w")
+  file:write(vim.json.encode(report))
+  file:close()
+  vim.cmd("qa!")
+end
 
 local function finish()
   local buf = gatehouse._state.buf
@@ -24,8 +33,9 @@ local function finish()
 end
 
 local ok, err = pcall(function()
-  local options = vim.json.decode(env.GATEHOUSE_SETUP)
-  gatehouse.setup(options)
+  if env.GATEHOUSE_SETUP then
+    gatehouse.setup(vim.json.decode(env.GATEHOUSE_SETUP))
+  end
 
   vim.ui.select = function(items, opts, on_choice)
     table.insert(report.asked, { items = items, prompt = opts.prompt })
@@ -58,6 +68,19 @@ local ok, err = pcall(function()
     return not gatehouse._state.running
   end, 10)
   report.finished = done
+  if scenario == "new" then -- a second prompt continues the session; after :GatehouseNew, not
+    report.sessions = { gatehouse._state.session_id }
+    for _, command in ipairs({ "", "GatehouseNew" }) do
+      if command ~= "" then
+        vim.cmd(command)
+      end
+      vim.cmd("GatehouseChat " .. env.GATEHOUSE_PROMPT)
+      vim.wait(60000, function()
+        return not gatehouse._state.running
+      end, 10)
+      table.insert(report.sessions, gatehouse._state.session_id)
+    end
+  end
   vim.wait(3000, function()
     return gatehouse._state.model ~= nil -- agent/status, asked after the turn
   end, 10)

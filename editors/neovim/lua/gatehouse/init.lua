@@ -325,7 +325,8 @@ local function start(on_ready)
   local capabilities = vim.lsp.protocol.make_client_capabilities()
   capabilities.experimental = { toolConfirm = true }
   local cmd = vim.deepcopy(config.cmd)
-  vim.list_extend(cmd, { "--log-file", config.log_file or (vim.fn.stdpath("cache") .. "/gatehouse.log") })
+  local log_file = config.log_file or (vim.fn.stdpath("cache") .. "/gatehouse.log")
+  vim.list_extend(cmd, { "--log-file", log_file })
   local cfg = {
     name = "gatehouse",
     cmd = cmd,
@@ -350,9 +351,13 @@ local function start(on_ready)
     end,
     on_exit = function(code)
       state.client_id, state.running = nil, false
-      if code ~= 0 then
-        line("The Gatehouse server stopped (exit " .. tostring(code) .. "); see " .. (config.log_file or "gatehouse.log"), "status")
-      end
+      -- Neovim 0.10+ calls on_exit in a fast event context, where buffers cannot be changed.
+      vim.schedule(function()
+        if code ~= 0 then
+          line("The Gatehouse server stopped (exit " .. tostring(code) .. "); see " .. log_file, "status")
+        end
+        vim.cmd("redrawstatus!")
+      end)
     end,
   }
   local ok, id
