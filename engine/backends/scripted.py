@@ -136,7 +136,9 @@ class ScriptedBackend(Backend):
         text = turn.text
         if turn.recall:
             text += " " + " | ".join(m.content for m in messages if m.role == "user")
-        for count, token in enumerate(split_into_tokens(text)):
+        # Lazily, as a model yields its first token before it has written the rest.
+        for count, match in enumerate(_TOKEN.finditer(text)):
+            token = match.group()
             if options.max_tokens is not None and count >= options.max_tokens:
                 yield Finish("length")
                 return
