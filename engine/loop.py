@@ -316,6 +316,7 @@ class _Turn:
         emit = self.emit
         emit(StatusNote(f"Waiting for approval: {record.name}"))
         reason = self.request.policy.reason(tool)
+        self.hooks.approval_requested(record, reason)
         try:
             outcome = await self.approve(
                 ApprovalRequest(record.id, record.name, record.arguments, reason)
