@@ -124,7 +124,7 @@ async def test_a_turn_that_ran_nothing_has_no_changes(start_server: StartServer)
 
 
 async def test_rewinding_files_undoes_the_turn_and_asks_before_overwriting_a_hand_edit(
-    start_server: StartServer, workspace: Path
+    start_server: StartServer, workspace: Path, private_data_dir: Path
 ) -> None:
     (workspace / "a.txt").write_text("original a\n")
     (workspace / "b.txt").write_text("original b\n")
@@ -151,6 +151,13 @@ async def test_rewinding_files_undoes_the_turn_and_asks_before_overwriting_a_han
     assert (workspace / "a.txt").read_text() == "original a\n"
     assert (workspace / "b.txt").read_text() == "original b\n"
     assert not (workspace / "c.txt").exists()
+    # the refused rewind wrote nothing and left no record; the forced one is on record
+    rewinds = [r for r in audit_records(private_data_dir) if r["type"].startswith("rewind")]
+    kinds = [(r["type"], r.get("force")) for r in rewinds]
+    assert kinds == [("rewind", True), ("rewind_end", None)]
+    assert sorted(rewinds[0]["writes"]) == ["a.txt", "b.txt", "c.txt"]
+    assert rewinds[0]["conflicts"] == ["b.txt"] and rewinds[0]["turn"] == result["turnId"]
+    assert sorted(w["path"] for w in rewinds[1]["written"]) == ["a.txt", "b.txt", "c.txt"]
 
 
 async def test_rewinding_leaves_files_the_user_alone_touched(
