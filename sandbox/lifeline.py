@@ -64,7 +64,7 @@ CHECK = 'read -r _ _ _ parent _ < /proc/self/stat; [ "$parent" = "$1" ] || exit 
 
 
 WATCHER = (
-    'trap \'kill -KILL "$!" "-$1"; exit 0\' URG; '
+    'trap \'kill -KILL "-$1"; [ -z "$!" ] || kill -KILL "$!"; exit 0\' URG; '
     "read -r _ _ _ parent _ < /proc/self/stat; "
     '[ "$parent" = "$1" ] || { kill -KILL "-$1"; exit 0; }; '
     "sleep 2147483647 & wait"
