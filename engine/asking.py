@@ -69,6 +69,7 @@ class Asking:
             verdict.unclear,
             edits,
         )
+        self.hooks.approval_requested(record, verdict.reason)
         try:
             outcome = await self.approve(request)
         except asyncio.CancelledError:

@@ -7,6 +7,7 @@ writes the audit log.
 
 The order for one call that runs::
 
+    approval_requested(...)        the gate asks about it (only when it does)
     approval(...)                  how it was allowed (asked, a session grant, bypass, no prompt)
     before_first_change(...)       once per turn, before the first call that may change files
     before_run(...)                the audit record of the execution, on disk before it starts
@@ -48,6 +49,10 @@ class TurnHooks:
 
     def message(self, message: Message) -> None:
         """``message`` joined the conversation (the prompt, a model turn, a tool result)."""
+
+    def approval_requested(self, call: ToolCallRecord, reason: str) -> None:
+        """The gate asks whether ``call`` may run (``reason``: why it asks); the outcome follows
+        in :meth:`approval`, unless the server dies first."""
 
     def approval(
         self,

@@ -22,6 +22,7 @@ from sandbox.binding import Binding, BindingMismatch
 from sandbox.bwrap import ReadOnly
 from sandbox.guard import Snapshot, WorkspaceGuard, describe
 from sandbox.info import ProtectedChange, SandboxInfo
+from sandbox.lifeline import HANDSHAKE_ENV
 from sandbox.output import CommandOutput, OutputLimits, human_size, notice
 from sandbox.tiers import Launch, RuntimeChanged, Sandbox, close_readonly, unsandboxed
 
@@ -101,6 +102,7 @@ def prepare_launch(
         bypass=request.bypass,
         env_extra=request.env_extra,
         protected=protected,
+        handshake=True,
     )
 
 
@@ -222,42 +224,60 @@ async def _run(
     gated = spec.group is not None
     stdin_data = (b"\n" if gated else b"") + (request.stdin or b"")
     stdin = asyncio.subprocess.PIPE if stdin_data else asyncio.subprocess.DEVNULL
+    env, pass_fds = dict(spec.env), spec.pass_fds
+    ours: list[int] = []  # the server's ends of the handshake (sandbox.lifeline)
+    theirs: list[int] = []
+    if spec.handshake:
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        ours, theirs = [ready_r, go_w], [ready_w, go_r]
+        env[HANDSHAKE_ENV] = f"{ready_w},{go_r}"
+        pass_fds = (*pass_fds, ready_w, go_r)
     read_fd, write_fd = os.pipe()
     try:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *spec.argv,
                 cwd=spec.cwd,
-                env=dict(spec.env),
+                env=env,
                 stdin=stdin,
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=spec.pass_fds,
+                pass_fds=pass_fds,
             )
         finally:
             os.close(write_fd)  # the child holds its own copy; EOF comes when all copies close
+            for fd in theirs:
+                os.close(fd)
     except OSError as exc:
-        os.close(read_fd)
+        _close(read_fd, *ours)
         return not_started(f"Could not start {spec.argv[0]!r}: {exc.strerror or exc}.")
     except ValueError as exc:  # e.g. a NUL byte in an argument: nothing can start
-        os.close(read_fd)
+        _close(read_fd, *ours)
         return not_started(f"Could not start the command: {exc}.")
     except BaseException:
-        os.close(read_fd)
+        _close(read_fd, *ours)
         raise
 
     log.debug("Started pid %d: %s (sandbox %s)", proc.pid, spec.argv[0], info.level)
     if spec.group is not None and not await asyncio.to_thread(spec.group.add, proc.pid):
         _signal_group(proc.pid, signal.SIGKILL)  # fail closed: it never passed the gate
         await proc.wait()
-        os.close(read_fd)
+        _close(read_fd, *ours)
         return not_started("Could not put the command in its cgroup; it was not run.")
     limits = OutputLimits(
         request.model_output_limit, request.stream_output_limit, request.kill_output_limit
     )
     output = CommandOutput(on_output, limits)
-    timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request, stdin_data)
+    answer = asyncio.create_task(_answer_handshake(*ours)) if ours else None
+    try:
+        timed_out, limit_exceeded = await _supervise(proc, read_fd, output, request, stdin_data)
+    finally:
+        if answer is not None:
+            answer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await answer
     output.finish()
     if limit_exceeded:
         output.addnotice(
@@ -339,6 +359,37 @@ async def _supervise(
             transport.close()
         else:
             pipe.close()
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+async def _answer_handshake(ready_r: int, go_w: int) -> None:
+    """The strong level's handshake (:mod:`sandbox.lifeline`): once the sandbox says it is
+    ready, let the command start. Closing ``go`` unanswered (the call ended, or the server
+    died) means the command never starts."""
+    loop = asyncio.get_running_loop()
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    try:
+        loop.add_reader(ready_r, ready)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(ready_r)
+        # end of file instead: the sandbox never got there; a closed go: the command is gone
+        with contextlib.suppress(OSError):
+            if os.read(ready_r, 1) == b"\n":
+                os.write(go_w, b"\n")
+    finally:
+        _close(ready_r, go_w)
 
 
 async def _pump(stream: asyncio.StreamReader, output: CommandOutput) -> bool:

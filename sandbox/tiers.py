@@ -4,10 +4,12 @@ Every level starts the command with a from-scratch environment. Above ``none`` t
 
     setpriv --pdeathsig KILL (the command dies with the server: :mod:`sandbox.lifeline`)
       -> sh (checks its parent is the server; reads one line: sent once the server has put it
-             in the command's cgroups)
+             in the command's cgroups; at the strong level it starts a watcher that kills the
+             process group when the chain's first process dies)
       -> prlimit (resource limits)        | or the Python launcher (limits, Landlock, seccomp)
         -> bwrap (strong tier only)
-          -> the command
+          -> the handshake (strong tier, run by the runner: :data:`sandbox.lifeline.HANDSHAKE`)
+            -> the command
 
 so limits and confinement are applied by ``exec`` before the command starts, never by a
 ``preexec_fn`` in the server. The ``sh`` gate costs about a millisecond and exists only when
@@ -31,7 +33,7 @@ from sandbox.bwrap import ReadOnly, bwrap_argv, reexposed_paths
 from sandbox.cgroups import CommandGroup, _Tree
 from sandbox.environment import scrub_environment
 from sandbox.info import UNSANDBOXED, SandboxInfo
-from sandbox.lifeline import lifeline_args
+from sandbox.lifeline import handshake_args, lifeline_args
 
 if TYPE_CHECKING:
     from sandbox.guard import WorkspaceGuard
@@ -62,6 +64,9 @@ class Launch:
     """When set, the first process waits for a line on stdin, sent once it is in ``group``."""
     pass_fds: tuple[int, ...] = ()
     """Descriptors the first process inherits (bwrap's ``--ro-bind-fd`` sources)."""
+    handshake: bool = False
+    """The command waits inside the sandbox until the server answers the handshake
+    (:mod:`sandbox.lifeline`): the runner must provide its descriptors."""
 
 
 def _user_processes() -> int:
@@ -259,9 +264,12 @@ class Sandbox:
         bypass: bool,
         env_extra: Mapping[str, str] | None = None,
         protected: Sequence[ReadOnly] | None = None,
+        handshake: bool = False,
     ) -> tuple[Launch, SandboxInfo]:
         """The launch for ``argv`` and the isolation it really gets. ``protected``: what the
-        strong tier keeps read-only (default: the server's runtime inside ``cwd``, by path)."""
+        strong tier keeps read-only (default: the server's runtime inside ``cwd``, by path).
+        ``handshake``: at the strong level, the command first waits inside the sandbox for the
+        server's answer (:data:`sandbox.lifeline.HANDSHAKE`; the runner's launches)."""
         if bypass:
             # No sandbox and no process limit, but still a cgroup where one can be made: the
             # whole tree (setsid children too) dies with the call, on cancel and at exit.
@@ -286,7 +294,7 @@ class Sandbox:
         )
         chain: list[str] = []
         script = _GATE_SCRIPT if group is not None else 'exec "$@"'
-        chain += lifeline_args(self.setpriv, script)
+        chain += lifeline_args(self.setpriv, script, watch=level == "strong")
         if group is not None and not chain:
             chain += ["/bin/sh", "-c", _GATE_SCRIPT, "gatehouse-gate"]
         if level == "standard":
@@ -310,7 +318,11 @@ class Sandbox:
                 reexpose=reexposed_paths(env),
                 readonly=readonly,
             )
-        return Launch((*chain, *argv), env, cwd, group, fds), self.info
+            if handshake:
+                chain += handshake_args()
+        return Launch((*chain, *argv), env, cwd, group, fds, handshake and level == "strong"), (
+            self.info
+        )
 
     def _standard_config(
         self, cwd: Path, scratch: Path | None, nproc: int | None

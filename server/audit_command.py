@@ -61,6 +61,10 @@ def describe(record: dict[str, Any]) -> str:
         rule = f" rule {record['ruleId']}" if record.get("ruleId") else ""
         message = f": {record['message']}" if record.get("message") else ""
         return f"{head}  {record.get('decision')} by {record.get('decidedBy')}{rule}{message}"
+    if kind == "approval_request":
+        lines = _arguments(record.get("arguments")).split("\n")
+        body = "\n".join("      " + line for line in lines)
+        return f"{head}  asked ({record.get('reason')})\n{body}"
     if kind == "execution":
         network = "on" if record.get("network") else "off"
         where = f"[{record.get('isolation')}, network {network}, {record.get('decidedBy')}]"

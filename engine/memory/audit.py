@@ -1,6 +1,6 @@
 """The audit log: one JSON record per line, each carrying the SHA-256 of the line before it.
 
-Every approval and its outcome (who decided), every execution (before it runs, and how it
+Every approval request and its outcome (who decided), every execution (before it runs, and how it
 ended) and every rewind is appended here. A record is written with one ``write`` and fsynced
 before :meth:`AuditLog.append` returns, so the call it describes never runs before its record is
 on disk; when the record cannot be written the caller refuses to run code (fail closed).

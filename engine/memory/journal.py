@@ -171,6 +171,19 @@ class TurnJournal(TurnHooks):
                 "the conversation", lambda db: db.add_message(session_id, seq, n, message)
             )
 
+    def approval_requested(self, call: ToolCallRecord, reason: str) -> None:
+        self.memory.audit_record(
+            {
+                "type": "approval_request",
+                **self._head(),
+                "toolCallId": call.id,
+                "tool": call.name,
+                "arguments": call.arguments,
+                "sha256": call_digest(call.name, call.arguments, str(self.memory.workspace)),
+                "reason": reason,
+            }
+        )
+
     def approval(
         self,
         call: ToolCallRecord,

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import StartServer, expect_error, tool_call
+
+
+def gatehouse_audit(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "server", "audit", *args]
+    return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
 
 
 def audit_records(data_dir: Path) -> list[dict[str, Any]]:
@@ -117,7 +124,7 @@ async def test_a_turn_that_ran_nothing_has_no_changes(start_server: StartServer)
 
 
 async def test_rewinding_files_undoes_the_turn_and_asks_before_overwriting_a_hand_edit(
-    start_server: StartServer, workspace: Path
+    start_server: StartServer, workspace: Path, private_data_dir: Path
 ) -> None:
     (workspace / "a.txt").write_text("original a\n")
     (workspace / "b.txt").write_text("original b\n")
@@ -144,6 +151,13 @@ async def test_rewinding_files_undoes_the_turn_and_asks_before_overwriting_a_han
     assert (workspace / "a.txt").read_text() == "original a\n"
     assert (workspace / "b.txt").read_text() == "original b\n"
     assert not (workspace / "c.txt").exists()
+    # the refused rewind wrote nothing and left no record; the forced one is on record
+    rewinds = [r for r in audit_records(private_data_dir) if r["type"].startswith("rewind")]
+    kinds = [(r["type"], r.get("force")) for r in rewinds]
+    assert kinds == [("rewind", True), ("rewind_end", None)]
+    assert sorted(rewinds[0]["writes"]) == ["a.txt", "b.txt", "c.txt"]
+    assert rewinds[0]["conflicts"] == ["b.txt"] and rewinds[0]["turn"] == result["turnId"]
+    assert sorted(w["path"] for w in rewinds[1]["written"]) == ["a.txt", "b.txt", "c.txt"]
 
 
 async def test_rewinding_leaves_files_the_user_alone_touched(
@@ -212,21 +226,34 @@ async def test_the_audit_log_says_who_allowed_each_command_and_verifies(
     peer = await start_server(
         [tool_call("terminal", command=f"echo {secret} > /dev/null"), "Done."]
     )
-    await peer.chat("go")
+    result = await peer.chat("go")
     records = audit_records(private_data_dir)
     kinds = [(r["type"], r.get("decidedBy")) for r in records]
     assert kinds == [
+        ("approval_request", None),
         ("approval", "toolConfirm"),
         ("execution", "toolConfirm"),
         ("execution_end", None),
     ]
-    execution = records[1]
+    request, execution = records[0], records[2]
+    assert request["arguments"] == {"command": "echo [secret masked] > /dev/null"}
+    assert request["reason"] == "code_execution"
     assert execution["arguments"] == {"command": "echo [secret masked] > /dev/null"}
     assert secret not in (private_data_dir / "audit" / "audit.jsonl").read_text()
-    assert len(execution["sha256"]) == 64
+    assert len(execution["sha256"]) == 64 and execution["sha256"] == request["sha256"]
     assert execution["isolation"] in ("strong", "standard", "limits-only", "none")
-    assert records[2]["exitCode"] == 0
-    assert [r["seq"] for r in records] == [0, 1, 2]
+    assert records[3]["exitCode"] == 0
+    assert [r["seq"] for r in records] == [0, 1, 2, 3]
+
+    session_id = result["sessionId"]
+    shown = gatehouse_audit("show", "--session", session_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "asked (code_execution)" in shown.stdout
+    assert "allow by toolConfirm" in shown.stdout
+    assert "echo [secret masked] > /dev/null" in shown.stdout
+    assert "exit 0" in shown.stdout and secret not in shown.stdout
+    other = gatehouse_audit("show", "--session", "s_0000000000000000")
+    assert "No matching audit records" in other.stdout
 
 
 async def test_code_is_refused_when_its_audit_record_cannot_be_written(

@@ -33,6 +33,9 @@ class Recorder(TurnHooks):
     def message(self, message: Message) -> None:
         self.messages.append(message)
 
+    def approval_requested(self, call: ToolCallRecord, reason: str) -> None:
+        self.log.append(("asked", call.name, reason))
+
     def approval(
         self,
         call: ToolCallRecord,
@@ -105,11 +108,13 @@ async def test_one_checkpoint_before_the_first_change_and_none_for_reading(
         ("run", "list_files", "not_required"),
         ("ran", "list_files"),
         ("ended", "list_files", "completed"),
+        ("asked", "terminal", "code_execution"),
         ("approval", "terminal", "allow", "toolConfirm"),
         ("checkpoint", "terminal"),
         ("run", "terminal", "toolConfirm"),
         ("ran", "terminal"),
         ("ended", "terminal", "completed"),
+        ("asked", "python", "code_execution"),
         ("approval", "python", "allow", "toolConfirm"),
         ("run", "python", "toolConfirm"),
         ("ran", "python"),
