@@ -308,3 +308,29 @@ async def test_rewinding_again_to_an_earlier_turn_does_not_call_the_first_rewind
     )
     assert undo_first["conflicts"] == []
     assert undo_first["applied"] and (workspace / "a.txt").read_text() == "zero\n"
+
+
+async def test_an_approved_edit_is_checkpointed_audited_and_undone_by_rewind(
+    start_server: StartServer, workspace: Path, private_data_dir: Path
+) -> None:
+    (workspace / "notes.txt").write_text("one\ntwo\n")
+    edit = tool_call("edit_file", path="notes.txt", old_text="two", new_text="2")
+    peer = await start_server([tool_call("read_file", path="notes.txt"), edit, "Done."])
+    result = await peer.chat("edit the notes")
+    assert (workspace / "notes.txt").read_text() == "one\n2\n"
+    turn = {"sessionId": result["sessionId"], "turnId": result["turnId"]}
+
+    changes = await peer.request("agent/changes", turn)
+    assert changes["checkpoint"] is True
+    [change] = changes["files"]
+    assert (change["path"], change["action"]) == ("notes.txt", "modified")
+    assert "-two\n+2" in change["diff"]
+    executions = [r for r in audit_records(private_data_dir) if r["type"] == "execution"]
+    assert [(r["tool"], r["decidedBy"]) for r in executions] == [
+        ("read_file", "not_required"),
+        ("edit_file", "toolConfirm"),
+    ]
+
+    done = await peer.request("agent/rewind", {**turn, "scope": "files"})
+    assert done["applied"] is True
+    assert (workspace / "notes.txt").read_text() == "one\ntwo\n"
