@@ -334,3 +334,31 @@ async def test_an_approved_edit_is_checkpointed_audited_and_undone_by_rewind(
     done = await peer.request("agent/rewind", {**turn, "scope": "files"})
     assert done["applied"] is True
     assert (workspace / "notes.txt").read_text() == "one\ntwo\n"
+
+
+async def test_the_audit_log_names_the_session_grant_and_the_rule_that_let_a_call_through(
+    start_server: StartServer, workspace: Path, private_data_dir: Path
+) -> None:
+    (workspace / ".gatehouse").mkdir()
+    (workspace / ".gatehouse" / "rules.toml").write_text(
+        '[[rule]]\naction = "deny"\ntool = "terminal"\npattern = "rm *"\n'
+    )
+    turns = [
+        tool_call("terminal", command="touch a.txt"),
+        tool_call("terminal", command="touch b.txt"),
+        tool_call("terminal", command="rm a.txt"),
+        "Done.",
+    ]
+    peer = await start_server(turns, answer=answer_session)
+    await peer.chat("go")
+    decided = [
+        (r["decision"], r["decidedBy"], "ruleId" in r)
+        for r in audit_records(private_data_dir)
+        if r["type"] == "approval"
+    ]
+    assert decided == [
+        ("allow_session", "toolConfirm", False),  # the person granted `touch *`
+        ("allow", "session_grant", True),  # the grant let the second touch through
+        ("deny", "rule", True),  # the workspace's deny rule stopped the rm
+    ]
+    assert (workspace / "a.txt").exists() and (workspace / "b.txt").exists()
