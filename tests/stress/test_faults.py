@@ -3,9 +3,11 @@ Nothing runs unapproved, nothing is left behind (checked on the host), the user 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -16,9 +18,10 @@ from typing import Any
 import pytest
 
 from engine.models import embedded_model
+from tests.stress.dying_client import MOMENTS, start_at, tree_command
 from tests.stress.wire import NO_ANSWER, WireServer, hermes_call, processes_with, start_server
 
-SLOW = {"text": "a slow answer " * 200, "chunkDelayMs": 20}
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _allow(_params: dict[str, Any]) -> Any:
@@ -51,41 +54,69 @@ def _running_command(server: WireServer, marker: str) -> None:
     server.wait_until(lambda: bool(processes_with(marker)), 60)
 
 
-def _tree_command(marker: str) -> str:
-    """A command that starts a daemon in a new session (setsid) and then waits."""
-    return f"setsid sleep 1000{marker} > /dev/null 2>&1 & sleep 1000{marker}"
-
-
 def _marker() -> str:
     return f".{os.getpid()}{time.monotonic_ns() % 10**9}"
 
 
-@pytest.mark.parametrize("when", ["streaming", "approval_pending", "command_running"])
-def test_when_the_client_dies_the_server_exits_and_leaves_nothing(
+@pytest.mark.parametrize("when", MOMENTS)
+def test_when_the_client_closes_stdin_the_server_exits_and_leaves_nothing(
     tmp_path: Path, when: str
 ) -> None:
     marker = _marker()
-    turns: list[Any] = {
-        "streaming": [SLOW],
-        "approval_pending": [hermes_call("terminal", command="touch ran.txt")],
-        "command_running": [hermes_call("terminal", command=_tree_command(marker))],
-    }[when]
-    answer = {"approval_pending": lambda _p: NO_ANSWER}.get(when, _allow)
-    server = start_server(tmp_path, turns, answer=answer)
+    server = start_at(tmp_path, when, marker)
     pid = server.proc.pid
-    server.send({"jsonrpc": "2.0", "id": "c", "method": "agent/chat", "params": {"prompt": "go"}})
-    if when == "streaming":
-        server.wait_until(lambda: any(e["type"] == "content" for e in server.stream()))
-    elif when == "approval_pending":
-        server.wait_until(lambda: bool(server.approvals))
-    else:
-        _running_command(server, marker)
     assert server.proc.stdin is not None
-    server.proc.stdin.close()  # the client is gone (as when it is killed)
+    server.proc.stdin.close()
     assert _wait_exit(server) == 0
     assert processes_with(marker) == []
     assert _leftovers(pid) == []
     assert not (server.workspace / "ran.txt").exists()
+
+
+def _adopt_orphans() -> None:
+    """Make this process the subreaper of its descendants: a server whose client is killed is
+    reparented here, so its exit status can be read (else init gets it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) is not available")
+
+
+def _reap(pid: int, seconds: float = 30) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError("the server did not exit after its client was killed")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs prctl (Linux)")
+@pytest.mark.parametrize("when", MOMENTS)
+def test_when_the_client_is_killed_the_server_exits_and_leaves_nothing(
+    tmp_path: Path, when: str
+) -> None:
+    """The client process dies (SIGKILL): the server's stdin ends and its stdout breaks."""
+    _adopt_orphans()
+    marker = _marker()
+    client = subprocess.Popen(
+        [sys.executable, "-m", "tests.stress.dying_client", str(tmp_path), when, marker],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parents[2],
+    )
+    assert client.stdout is not None
+    line = client.stdout.readline()
+    client.kill()
+    client.wait()
+    client.stdout.close()
+    assert line.strip(), "the client did not get its server to the moment"
+    pid = int(line)
+    assert _reap(pid) == 0
+    assert processes_with(marker) == []
+    assert _leftovers(pid) == []
+    assert not (tmp_path / "ws" / "ran.txt").exists()
 
 
 @pytest.mark.parametrize("bypass", [False, True])
@@ -93,7 +124,7 @@ def test_sigterm_cancels_turns_kills_every_tree_and_exits_cleanly(
     tmp_path: Path, bypass: bool
 ) -> None:
     marker = _marker()
-    turns = [hermes_call("terminal", command=_tree_command(marker)), "done"]
+    turns = [hermes_call("terminal", command=tree_command(marker)), "done"]
     server = start_server(tmp_path, turns, answer=_allow)
     pid = server.proc.pid
     params: dict[str, Any] = {"prompt": "go"}
