@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +74,15 @@ def test_when_the_client_closes_stdin_the_server_exits_and_leaves_nothing(
     assert not (server.workspace / "ran.txt").exists()
 
 
-def _adopt_orphans() -> None:
-    """Make this process the subreaper of its descendants: a server whose client is killed is
-    reparented here, so its exit status can be read (else init gets it)."""
+@pytest.fixture
+def adopt_orphans() -> Iterator[None]:
+    """Make this process the subreaper of its descendants while the test runs: a server whose
+    client is killed is reparented here, so its exit status can be read (else init gets it)."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) is not available")
+    yield
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 def _reap(pid: int, seconds: float = 30) -> int:
@@ -96,10 +100,9 @@ def _reap(pid: int, seconds: float = 30) -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs prctl (Linux)")
 @pytest.mark.parametrize("when", MOMENTS)
 def test_when_the_client_is_killed_the_server_exits_and_leaves_nothing(
-    tmp_path: Path, when: str
+    tmp_path: Path, when: str, adopt_orphans: None
 ) -> None:
     """The client process dies (SIGKILL): the server's stdin ends and its stdout breaks."""
-    _adopt_orphans()
     marker = _marker()
     client = subprocess.Popen(
         [sys.executable, "-m", "tests.stress.dying_client", str(tmp_path), when, marker],
