@@ -284,12 +284,25 @@ def test_a_model_file_replaced_while_loaded_keeps_serving(tmp_path: Path) -> Non
 
 
 def test_an_unwritable_data_folder_does_not_stop_the_server(tmp_path: Path) -> None:
+    """The data folder keeps the user's rules ("Always allow"): when it cannot be created, the
+    choice is not offered, adding a user rule is refused, and everything else works."""
     data = tmp_path / "data"
     data.write_text("a file where the data folder should be")
-    server = start_server(tmp_path, ["hello"], env={"GATEHOUSE_DATA_DIR": str(data)})
+    turns = [hermes_call("terminal", command="touch ran.txt"), "done", "hello"]
+    server = start_server(tmp_path, turns, answer=_allow, env={"GATEHOUSE_DATA_DIR": str(data)})
     try:
-        result = server.result("agent/chat", {"prompt": "hi", "enableTools": False})
-        assert result["text"] == "hello"
+        result = server.result("agent/chat", {"prompt": "go"})
+        assert [c["status"] for c in result["toolCalls"]] == ["completed"]
+        assert (server.workspace / "ran.txt").exists()
+        kinds = [c["kind"] for c in server.approvals[0].params["choices"]]
+        assert "allow_once" in kinds and "allow_always" not in kinds, kinds
+        refused = server.request(
+            "agent/rules/add", {"action": "allow", "tool": "terminal", "pattern": "ls"}
+        )
+        assert refused["error"]["code"] == -32600, refused
+        assert "data folder" in refused["error"]["message"]
+        again = server.result("agent/chat", {"prompt": "hi", "enableTools": False})
+        assert again["text"] == "hello"
     finally:
         server.close()
 
@@ -299,13 +312,24 @@ set -e
 mount -t tmpfs -o size=2m gatehouse-full "$1"
 mkdir "$1/tmp" "$1/ws"
 head -c 1900k /dev/zero > "$1/filler" || true
-export TMPDIR="$1/tmp"
+export TMPDIR="$1/tmp" GATEHOUSE_DATA_DIR="$1/data"
 shift
 exec "$@"
 """
 
 
+def _always_for_ls(params: dict[str, Any]) -> Any:
+    """Answer "Always allow" for ``ls`` (when offered), "Allow" for anything else."""
+    offered = [c["kind"] for c in params.get("choices", [])]
+    if params["arguments"].get("command") == "ls" and "allow_always" in offered:
+        return {"decision": "allow", "choice": "allow_always"}
+    return {"decision": "allow"}
+
+
 def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) -> None:
+    """A 2 MB tmpfs holds the workspace, the scratch folder and the data folder: a command that
+    fills it fails with the error in its result; "Always allow" then cannot be written, so the
+    call runs once and the user is told; the server goes on."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare for a private tmpfs")
     probe = subprocess.run(["unshare", "-m", "true"], check=False, capture_output=True)
@@ -315,7 +339,8 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
     mount.mkdir()
     script = tmp_path / "script.json"
     write = hermes_call("terminal", command="head -c 5m /dev/zero > big.bin; echo exit=$?")
-    script.write_text(json.dumps({"turns": [write, "after", "still here"]}))
+    ls = hermes_call("terminal", command="ls")
+    script.write_text(json.dumps({"turns": [write, "after", ls, "listed", "still here"]}))
     argv = [
         "unshare",
         "-m",
@@ -339,7 +364,7 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-    server = WireServer(proc, mount / "ws", _allow)
+    server = WireServer(proc, mount / "ws", _always_for_ls)
     import threading
 
     threading.Thread(target=server._read, daemon=True).start()
@@ -351,6 +376,15 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
         assert call["status"] in ("completed", "failed")
         output = next(e for e in server.stream() if e["type"] == "tool_end")["result"]
         assert "No space left" in output or "exit=1" in output, output
+        session = result["sessionId"]
+        listed = server.result("agent/chat", {"prompt": "list", "sessionId": session}, 120)
+        assert [c["status"] for c in listed["toolCalls"]] == ["completed"], listed
+        assert server.approvals[-1].answered == {"decision": "allow", "choice": "allow_always"}
+        ends = [e for e in server.stream() if e["type"] == "tool_end"]
+        assert ends[-1]["decidedBy"]["choice"] == "allow_always"
+        assert "remembering" in ends[-1]["decidedBy"]["detail"], ends[-1]
+        told = [e["text"] for e in server.stream() if e["type"] == "status"]
+        assert any("could not be remembered" in text for text in told), told
         again = server.result("agent/chat", {"prompt": "go on", "enableTools": False}, 60)
         assert again["text"] == "still here"
     finally:
