@@ -15,7 +15,7 @@ JSON, deep nesting, huge strings, random bytes, invalid UTF-8, bodies shorter or
 their ``Content-Length``, enormous lengths, frames written byte by byte, ``$/cancelRequest`` and
 ``agent/cancel`` for live and dead requests, replies to requests never sent, LSP notifications
 with and without ids; then requests after ``shutdown``. ``GATEHOUSE_FUZZ=long`` (``make fuzz``)
-sends more than 10,000 messages; ``make test`` a fixed-seed pass of about 1,400.
+sends more than 10,000 messages; ``make test`` a fixed-seed pass of about 1,050.
 """
 
 from __future__ import annotations
