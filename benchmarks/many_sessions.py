@@ -11,6 +11,9 @@ Two models, each measured side by side in the same server:
   answers of ``maxTokens`` tokens; then 16 sessions one answer each, all at once (the model serves
   one model turn at a time, so they queue). Goal: aggregate >= 0.9x one session.
 
+Both arms run in alternating rounds on the same server (5, or 3 with ``--quick``; their order
+swapped every round); the report gives the median rates and the median of the rounds' ratios.
+
 Also measured: how long ``agent/cancel`` of a queued turn takes to end that turn (the embedded
 model busy with another session's long answer).
 """
@@ -61,24 +64,49 @@ async def _sequential(
     return time.perf_counter() - started, results
 
 
-async def scripted(turns: int, tokens: int, tmp: Path) -> dict[str, Any]:
+async def _rounds(
+    client: RpcClient, rounds: int, turns: int, params: dict[str, Any], count: Any
+) -> dict[str, Any]:
+    """``rounds`` rounds of both arms on one server, their order swapped every round (so drift
+    of the machine's load favours neither): one session's ``turns`` turns one after another, and
+    16 sessions' one turn each at once. Rates are tokens / wall time; the medians are reported,
+    and the ratio is the median of each round's ratio."""
+    ones: list[float] = []
+    manys: list[float] = []
+    for index in range(rounds):
+        arms = ["one", "many"] if index % 2 == 0 else ["many", "one"]
+        for arm in arms:
+            if arm == "one":
+                took, results = await _sequential(client, turns, params)
+                ones.append(sum(count(r["text"]) for r in results) / took)
+            else:
+                took, results = await _chats(client, SESSIONS, params)
+                manys.append(sum(count(r["text"]) for r in results) / took)
+    ratios = [many / one for one, many in zip(ones, manys, strict=True)]
+    return {
+        "rounds": rounds,
+        "one_session": statistics.median(ones),
+        "sessions_16": statistics.median(manys),
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+    }
+
+
+async def scripted(rounds: int, turns: int, tokens: int, tmp: Path) -> dict[str, Any]:
     from engine.backends.scripted import split_into_tokens
 
     text = " ".join(f"word{i % 97}" for i in range(tokens))
     count = len(split_into_tokens(text))
     script = tmp / "script.json"
-    script.write_text(json.dumps({"turns": [text] * (turns + SESSIONS + 1)}))
+    script.write_text(json.dumps({"turns": [text] * (rounds * (turns + SESSIONS) + 1)}))
     client = await _start(["--backend", "scripted", "--script", str(script)], tmp)
     try:
         params = {"prompt": "go", "enableTools": False}
         await client.request("agent/chat", params)  # warm-up
-        one_s, _ = await _sequential(client, turns, params)
-        many_s, _ = await _chats(client, SESSIONS, params)
+        result = await _rounds(client, rounds, turns, params, lambda _text: count)
     finally:
         await client.close()
-    one = turns * count / one_s
-    many = SESSIONS * count / many_s
-    return {"tokens_per_turn": count, "one_session": one, "sessions_16": many, "ratio": many / one}
+    return {"tokens_per_turn": count, **result}
 
 
 def _token_counter(model: Path) -> Any:
@@ -88,7 +116,7 @@ def _token_counter(model: Path) -> Any:
     return lambda text: len(vocab.tokenize(text.encode(), add_bos=False, special=True))
 
 
-async def embedded(turns: int, max_tokens: int, tmp: Path) -> dict[str, Any] | None:
+async def embedded(rounds: int, turns: int, max_tokens: int, tmp: Path) -> dict[str, Any] | None:
     from engine.models import embedded_model
 
     model = embedded_model()
@@ -100,18 +128,13 @@ async def embedded(turns: int, max_tokens: int, tmp: Path) -> dict[str, Any] | N
     params = {"prompt": prompt, "enableTools": False, "maxTokens": max_tokens, "temperature": 0}
     try:
         await client.request("agent/chat", params)  # loads the model
-        one_s, one_results = await _sequential(client, turns, params)
-        many_s, many_results = await _chats(client, SESSIONS, params)
+        result = await _rounds(client, rounds, turns, params, count)
         cancels = [await _cancel_queued(client, params) for _ in range(5)]
     finally:
         await client.close()
-    one = sum(count(r["text"]) for r in one_results) / one_s
-    many = sum(count(r["text"]) for r in many_results) / many_s
     return {
         "max_tokens": max_tokens,
-        "one_session": one,
-        "sessions_16": many,
-        "ratio": many / one,
+        **result,
         "cancel_queued_ms": statistics.median(cancels) * 1000,
     }
 
@@ -144,8 +167,9 @@ async def _cancel_queued(client: RpcClient, params: dict[str, Any]) -> float:
 def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        script = asyncio.run(scripted(4 if quick else 8, 2000 if quick else 5000, tmp))
-        model = asyncio.run(embedded(4 if quick else 8, 24 if quick else 48, tmp))
+        rounds = 3 if quick else 5
+        script = asyncio.run(scripted(rounds, 4 if quick else 8, 2000 if quick else 5000, tmp))
+        model = asyncio.run(embedded(rounds, 4 if quick else 8, 24 if quick else 48, tmp))
     headline = [
         [
             "16 sessions vs 1, scripted stream (aggregate tokens/s)",
@@ -187,7 +211,8 @@ def report(result: dict[str, Any]) -> str:
             ]
         )
     text = c.table(
-        "Many sessions: aggregate tokens/s, 16 sessions at once vs one session (same server)",
+        f"Many sessions: aggregate tokens/s, 16 sessions at once vs one session (same server; "
+        f"medians of {s['rounds']} alternating rounds)",
         ["model", "1 session", "16 sessions", "ratio"],
         rows,
     )

@@ -3,22 +3,32 @@ Nothing runs unapproved, nothing is left behind (checked on the host), the user 
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.models import embedded_model
+from tests.stress.dying_client import MOMENTS, start_at, tree_command
 from tests.stress.wire import NO_ANSWER, WireServer, hermes_call, processes_with, start_server
 
-SLOW = {"text": "a slow answer " * 200, "chunkDelayMs": 20}
+PR_SET_CHILD_SUBREAPER = 36
+
+RECORDS_BEFORE_RUNNING = importlib.util.find_spec("engine.memory") is not None
+"""Whether the server records something in the data folder before code runs (issue 11's
+checkpoints and audit log): then a data folder that cannot be written refuses code execution
+(fail closed); without them, nothing must be recorded and the call runs."""
 
 
 def _allow(_params: dict[str, Any]) -> Any:
@@ -51,41 +61,71 @@ def _running_command(server: WireServer, marker: str) -> None:
     server.wait_until(lambda: bool(processes_with(marker)), 60)
 
 
-def _tree_command(marker: str) -> str:
-    """A command that starts a daemon in a new session (setsid) and then waits."""
-    return f"setsid sleep 1000{marker} > /dev/null 2>&1 & sleep 1000{marker}"
-
-
 def _marker() -> str:
     return f".{os.getpid()}{time.monotonic_ns() % 10**9}"
 
 
-@pytest.mark.parametrize("when", ["streaming", "approval_pending", "command_running"])
-def test_when_the_client_dies_the_server_exits_and_leaves_nothing(
+@pytest.mark.parametrize("when", MOMENTS)
+def test_when_the_client_closes_stdin_the_server_exits_and_leaves_nothing(
     tmp_path: Path, when: str
 ) -> None:
     marker = _marker()
-    turns: list[Any] = {
-        "streaming": [SLOW],
-        "approval_pending": [hermes_call("terminal", command="touch ran.txt")],
-        "command_running": [hermes_call("terminal", command=_tree_command(marker))],
-    }[when]
-    answer = {"approval_pending": lambda _p: NO_ANSWER}.get(when, _allow)
-    server = start_server(tmp_path, turns, answer=answer)
+    server = start_at(tmp_path, when, marker)
     pid = server.proc.pid
-    server.send({"jsonrpc": "2.0", "id": "c", "method": "agent/chat", "params": {"prompt": "go"}})
-    if when == "streaming":
-        server.wait_until(lambda: any(e["type"] == "content" for e in server.stream()))
-    elif when == "approval_pending":
-        server.wait_until(lambda: bool(server.approvals))
-    else:
-        _running_command(server, marker)
     assert server.proc.stdin is not None
-    server.proc.stdin.close()  # the client is gone (as when it is killed)
+    server.proc.stdin.close()
     assert _wait_exit(server) == 0
     assert processes_with(marker) == []
     assert _leftovers(pid) == []
     assert not (server.workspace / "ran.txt").exists()
+
+
+@pytest.fixture
+def adopt_orphans() -> Iterator[None]:
+    """Make this process the subreaper of its descendants while the test runs: a server whose
+    client is killed is reparented here, so its exit status can be read (else init gets it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) is not available")
+    yield
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def _reap(pid: int, seconds: float = 30) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError("the server did not exit after its client was killed")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs prctl (Linux)")
+@pytest.mark.parametrize("when", MOMENTS)
+def test_when_the_client_is_killed_the_server_exits_and_leaves_nothing(
+    tmp_path: Path, when: str, adopt_orphans: None
+) -> None:
+    """The client process dies (SIGKILL): the server's stdin ends and its stdout breaks."""
+    marker = _marker()
+    client = subprocess.Popen(
+        [sys.executable, "-m", "tests.stress.dying_client", str(tmp_path), when, marker],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parents[2],
+    )
+    assert client.stdout is not None
+    line = client.stdout.readline()
+    client.kill()
+    client.wait()
+    client.stdout.close()
+    assert line.strip(), "the client did not get its server to the moment"
+    pid = int(line)
+    assert _reap(pid) == 0
+    assert processes_with(marker) == []
+    assert _leftovers(pid) == []
+    assert not (tmp_path / "ws" / "ran.txt").exists()
 
 
 @pytest.mark.parametrize("bypass", [False, True])
@@ -93,7 +133,7 @@ def test_sigterm_cancels_turns_kills_every_tree_and_exits_cleanly(
     tmp_path: Path, bypass: bool
 ) -> None:
     marker = _marker()
-    turns = [hermes_call("terminal", command=_tree_command(marker)), "done"]
+    turns = [hermes_call("terminal", command=tree_command(marker)), "done"]
     server = start_server(tmp_path, turns, answer=_allow)
     pid = server.proc.pid
     params: dict[str, Any] = {"prompt": "go"}
@@ -250,12 +290,31 @@ def test_a_model_file_replaced_while_loaded_keeps_serving(tmp_path: Path) -> Non
 
 
 def test_an_unwritable_data_folder_does_not_stop_the_server(tmp_path: Path) -> None:
+    """The data folder keeps the user's rules ("Always allow"): when it cannot be created, the
+    choice is not offered, adding a user rule is refused, and everything else works."""
     data = tmp_path / "data"
     data.write_text("a file where the data folder should be")
-    server = start_server(tmp_path, ["hello"], env={"GATEHOUSE_DATA_DIR": str(data)})
+    turns = [hermes_call("terminal", command="touch ran.txt"), "done", "hello"]
+    server = start_server(tmp_path, turns, answer=_allow, env={"GATEHOUSE_DATA_DIR": str(data)})
     try:
-        result = server.result("agent/chat", {"prompt": "hi", "enableTools": False})
-        assert result["text"] == "hello"
+        result = server.result("agent/chat", {"prompt": "go"})
+        if RECORDS_BEFORE_RUNNING:
+            # What must be recorded before code runs cannot be: the call is refused, and said so.
+            assert [c["status"] for c in result["toolCalls"]] == ["failed"]
+            assert not (server.workspace / "ran.txt").exists()
+            assert _told_not_run(server)
+        else:
+            assert [c["status"] for c in result["toolCalls"]] == ["completed"]
+            assert (server.workspace / "ran.txt").exists()
+        kinds = [c["kind"] for c in server.approvals[0].params["choices"]]
+        assert "allow_once" in kinds and "allow_always" not in kinds, kinds
+        refused = server.request(
+            "agent/rules/add", {"action": "allow", "tool": "terminal", "pattern": "ls"}
+        )
+        assert refused["error"]["code"] == -32600, refused
+        assert "data folder" in refused["error"]["message"]
+        again = server.result("agent/chat", {"prompt": "hi", "enableTools": False})
+        assert again["text"] == "hello"
     finally:
         server.close()
 
@@ -265,13 +324,31 @@ set -e
 mount -t tmpfs -o size=2m gatehouse-full "$1"
 mkdir "$1/tmp" "$1/ws"
 head -c 1900k /dev/zero > "$1/filler" || true
-export TMPDIR="$1/tmp"
+export TMPDIR="$1/tmp" GATEHOUSE_DATA_DIR="$1/data"
 shift
 exec "$@"
 """
 
 
+def _told_not_run(server: WireServer) -> bool:
+    """The last call ended unrun, and a status event told the user why."""
+    ends = [e for e in server.stream() if e["type"] == "tool_end"]
+    told = [e["text"] for e in server.stream() if e["type"] == "status"]
+    return "not run" in ends[-1]["result"] and any("not run" in text for text in told)
+
+
+def _always_for_ls(params: dict[str, Any]) -> Any:
+    """Answer "Always allow" for ``ls`` (when offered), "Allow" for anything else."""
+    offered = [c["kind"] for c in params.get("choices", [])]
+    if params["arguments"].get("command") == "ls" and "allow_always" in offered:
+        return {"decision": "allow", "choice": "allow_always"}
+    return {"decision": "allow"}
+
+
 def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) -> None:
+    """A 2 MB tmpfs holds the workspace, the scratch folder and the data folder: a command that
+    fills it fails with the error in its result; "Always allow" then cannot be written, so the
+    call runs once and the user is told; the server goes on."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare for a private tmpfs")
     probe = subprocess.run(["unshare", "-m", "true"], check=False, capture_output=True)
@@ -281,7 +358,8 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
     mount.mkdir()
     script = tmp_path / "script.json"
     write = hermes_call("terminal", command="head -c 5m /dev/zero > big.bin; echo exit=$?")
-    script.write_text(json.dumps({"turns": [write, "after", "still here"]}))
+    ls = hermes_call("terminal", command="ls")
+    script.write_text(json.dumps({"turns": [write, "after", ls, "listed", "still here"]}))
     argv = [
         "unshare",
         "-m",
@@ -305,7 +383,7 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-    server = WireServer(proc, mount / "ws", _allow)
+    server = WireServer(proc, mount / "ws", _always_for_ls)
     import threading
 
     threading.Thread(target=server._read, daemon=True).start()
@@ -317,6 +395,20 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
         assert call["status"] in ("completed", "failed")
         output = next(e for e in server.stream() if e["type"] == "tool_end")["result"]
         assert "No space left" in output or "exit=1" in output, output
+        session = result["sessionId"]
+        listed = server.result("agent/chat", {"prompt": "list", "sessionId": session}, 120)
+        assert server.approvals[-1].answered == {"decision": "allow", "choice": "allow_always"}
+        if RECORDS_BEFORE_RUNNING:
+            # What must be recorded before code runs cannot be: the call is refused, and said so.
+            assert [c["status"] for c in listed["toolCalls"]] == ["failed"], listed
+            assert _told_not_run(server)
+        else:
+            assert [c["status"] for c in listed["toolCalls"]] == ["completed"], listed
+            ends = [e for e in server.stream() if e["type"] == "tool_end"]
+            assert ends[-1]["decidedBy"]["choice"] == "allow_always"
+            assert "remembering" in ends[-1]["decidedBy"]["detail"], ends[-1]
+            told = [e["text"] for e in server.stream() if e["type"] == "status"]
+            assert any("could not be remembered" in text for text in told), told
         again = server.result("agent/chat", {"prompt": "go on", "enableTools": False}, 60)
         assert again["text"] == "still here"
     finally:

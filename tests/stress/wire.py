@@ -32,6 +32,11 @@ def encode(message: Any) -> bytes:
     return frame(json.dumps(message).encode())
 
 
+def id_key(msg_id: Any) -> str:
+    """A response id as a key: ``1``, ``1.0`` and ``true`` are different ids."""
+    return json.dumps(msg_id, sort_keys=True)
+
+
 Answer = Callable[[dict[str, Any]], Any]
 """Answers a ``toolConfirm``: the result to send, or :data:`NO_ANSWER`."""
 
@@ -60,6 +65,9 @@ class WireServer:
     approvals: list[Approval] = field(default_factory=list)
     lock: threading.Condition = field(default_factory=threading.Condition)
     closed: bool = False
+    responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Responses by id (:func:`id_key`): a long fuzz run looks up thousands of ids among tens of
+    thousands of messages."""
     _ids: Iterator[int] = field(default_factory=lambda: iter(range(1, 10**9)))
     write_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -140,6 +148,8 @@ class WireServer:
             approval = None
         with self.lock:
             self.messages.append(message)
+            if "method" not in message and ("result" in message or "error" in message):
+                self.responses.setdefault(id_key(message.get("id")), []).append(message)
             if approval is not None:
                 self.approvals.append(approval)
             self.lock.notify_all()
@@ -155,11 +165,7 @@ class WireServer:
 
     def responses_for(self, msg_id: Any) -> list[dict[str, Any]]:
         with self.lock:
-            return [
-                m
-                for m in self.messages
-                if "method" not in m and ("result" in m or "error" in m) and m.get("id") == msg_id
-            ]
+            return list(self.responses.get(id_key(msg_id), ()))
 
     def response_for(self, msg_id: Any, seconds: float = 30) -> dict[str, Any]:
         self.wait_until(lambda: bool(self.responses_for(msg_id)), seconds)
