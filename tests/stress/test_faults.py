@@ -4,7 +4,6 @@ Nothing runs unapproved, nothing is left behind (checked on the host), the user 
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import json
 import os
 import shutil
@@ -24,11 +23,6 @@ from tests.stress.dying_client import MOMENTS, start_at, tree_command
 from tests.stress.wire import NO_ANSWER, WireServer, hermes_call, processes_with, start_server
 
 PR_SET_CHILD_SUBREAPER = 36
-
-RECORDS_BEFORE_RUNNING = importlib.util.find_spec("engine.memory") is not None
-"""Whether the server records something in the data folder before code runs (issue 11's
-checkpoints and audit log): then a data folder that cannot be written refuses code execution
-(fail closed); without them, nothing must be recorded and the call runs."""
 
 
 def _allow(_params: dict[str, Any]) -> Any:
@@ -298,14 +292,10 @@ def test_an_unwritable_data_folder_does_not_stop_the_server(tmp_path: Path) -> N
     server = start_server(tmp_path, turns, answer=_allow, env={"GATEHOUSE_DATA_DIR": str(data)})
     try:
         result = server.result("agent/chat", {"prompt": "go"})
-        if RECORDS_BEFORE_RUNNING:
-            # What must be recorded before code runs cannot be: the call is refused, and said so.
-            assert [c["status"] for c in result["toolCalls"]] == ["failed"]
-            assert not (server.workspace / "ran.txt").exists()
-            assert _told_not_run(server)
-        else:
-            assert [c["status"] for c in result["toolCalls"]] == ["completed"]
-            assert (server.workspace / "ran.txt").exists()
+        # What must be recorded before code runs cannot be: the call is refused, and said so.
+        assert [c["status"] for c in result["toolCalls"]] == ["failed"]
+        assert not (server.workspace / "ran.txt").exists()
+        assert _told_not_run(server)
         kinds = [c["kind"] for c in server.approvals[0].params["choices"]]
         assert "allow_once" in kinds and "allow_always" not in kinds, kinds
         refused = server.request(
@@ -398,17 +388,9 @@ def test_a_full_disk_fails_the_command_and_the_server_goes_on(tmp_path: Path) ->
         session = result["sessionId"]
         listed = server.result("agent/chat", {"prompt": "list", "sessionId": session}, 120)
         assert server.approvals[-1].answered == {"decision": "allow", "choice": "allow_always"}
-        if RECORDS_BEFORE_RUNNING:
-            # What must be recorded before code runs cannot be: the call is refused, and said so.
-            assert [c["status"] for c in listed["toolCalls"]] == ["failed"], listed
-            assert _told_not_run(server)
-        else:
-            assert [c["status"] for c in listed["toolCalls"]] == ["completed"], listed
-            ends = [e for e in server.stream() if e["type"] == "tool_end"]
-            assert ends[-1]["decidedBy"]["choice"] == "allow_always"
-            assert "remembering" in ends[-1]["decidedBy"]["detail"], ends[-1]
-            told = [e["text"] for e in server.stream() if e["type"] == "status"]
-            assert any("could not be remembered" in text for text in told), told
+        # What must be recorded before code runs cannot be: the call is refused, and said so.
+        assert [c["status"] for c in listed["toolCalls"]] == ["failed"], listed
+        assert _told_not_run(server)
         again = server.result("agent/chat", {"prompt": "go on", "enableTools": False}, 60)
         assert again["text"] == "still here"
     finally:
