@@ -9,6 +9,7 @@ WorkspaceMemory`); a data folder that cannot be used is a -32600 error with
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -51,6 +52,8 @@ from server.sessions import Session, turn_number
 
 if TYPE_CHECKING:
     from server.service import AgentService
+
+logger = logging.getLogger(__name__)
 
 
 def iso(t: float) -> str:
@@ -339,7 +342,8 @@ class MemoryMethods:
             )
         except (ShadowError, OSError) as exc:
             raise memory_unavailable(exc) from exc
-        memory.audit_record(
+        # On disk before the answer: what the client is told was written is on record.
+        problem = await memory.audit_now(
             {
                 "type": "rewind_end",
                 **head,
@@ -347,6 +351,8 @@ class MemoryMethods:
                 "skipped": [p for p, _ in applied.skipped],
             }
         )
+        if problem is not None:
+            logger.warning("the rewind's end record could not be written: %s", problem)
         return applied
 
     async def _mark_undone(self, session: Session, n: int) -> None:

@@ -142,6 +142,8 @@ class TurnJournal(TurnHooks):
                 "the session",
                 lambda db: db.end_turn(state.session_id, n, stop_reason, text, model=model),
             )
+        # When the turn is answered, everything it did is on record (the audit log included).
+        await self.memory.settled()
 
     def _set_checkpoint(
         self, which: str, commit: str, not_captured: list[str] | None = None

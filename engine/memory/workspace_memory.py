@@ -112,6 +112,10 @@ class WorkspaceMemory:
         future.add_done_callback(lambda f: self._note(what, f))
         return future
 
+    async def settled(self) -> None:
+        """Wait until every write and audit record handed over so far is done."""
+        await self.worker.run(lambda: None)
+
     async def read(self, fn: Callable[[SessionDB], T]) -> T:
         """Run a database read in the worker (raises :class:`StoreError`)."""
         return await self.worker.run(lambda: fn(self.db()))
