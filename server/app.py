@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import gc
 import inspect
 import logging
 import os
@@ -34,7 +35,6 @@ from sandbox.probe import EarlyProbe, Place, probe
 from sandbox.runtime import drop_workspace_imports
 from server.documents import OpenDocuments
 from server.framing import serve_frames
-from server.memory_methods import MemoryMethods
 from server.model_methods import ModelMethods
 from server.options import ServerOptions, parse_options, settings_section
 from server.protocol import (
@@ -259,7 +259,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         report_problems()
 
     model_methods = ModelMethods(service)
-    memory_methods = MemoryMethods(service)
+    memory_methods = LazyMemoryMethods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
         AGENT_CANCEL: service.cancel,
@@ -315,6 +315,36 @@ def _no_params_as_object(params: Any) -> Any:
     return {} if params is None or params == [] else params
 
 
+class LazyMemoryMethods:
+    """The memory methods, loaded with the first of them (not at start-up)."""
+
+    def __init__(self, service: AgentService) -> None:
+        self._service = service
+        self._methods: Any = None
+
+    def _get(self) -> Any:
+        if self._methods is None:
+            from server.memory_methods import MemoryMethods  # noqa: PLC0415
+
+            self._methods = MemoryMethods(self._service)
+        return self._methods
+
+    async def sessions(self, params: Any) -> Any:
+        return await self._get().sessions(params)
+
+    async def load(self, params: Any) -> Any:
+        return await self._get().load(params)
+
+    async def delete(self, params: Any) -> Any:
+        return await self._get().delete(params)
+
+    async def changes(self, params: Any) -> Any:
+        return await self._get().changes(params)
+
+    async def rewind(self, params: Any) -> Any:
+        return await self._get().rewind(params)
+
+
 def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
     """Register ``handler`` for ``method``: params validated by the method's params model (a
     failure is -32602 naming each field), the result checked against its result model."""
@@ -340,6 +370,13 @@ def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
         server.feature(method.name)(run)
 
 
+def resume_collector() -> None:
+    """Start-up is over (``gatehouse`` paused the cycle collector for it): what it made is moved
+    out of the collector's way for good, and collection resumes."""
+    gc.freeze()
+    gc.enable()
+
+
 def serve(
     launch: LaunchSettings, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
 ) -> None:
@@ -349,5 +386,6 @@ def serve(
     sys.stdout = sys.stderr
     make_non_dumpable()
     server = create_server(launch)
+    resume_collector()
     logger.info("gatehouse %s serving on stdio (pid %d)", __version__, os.getpid())
     server.start_io(stdin or sys.stdin.buffer, transport_out)

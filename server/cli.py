@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 import typing
@@ -217,7 +218,18 @@ def _log_handler(log_file: str | None) -> tuple[logging.Handler, str | None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    # Start-up builds many objects that all live as long as the process (modules, the protocol's
+    # models): the cycle collector finds nothing to free in them, yet ran ~7 % of the server's
+    # start. It is paused until the server is built (server.app.serve resumes it, after
+    # freezing what start-up made) or the command is known not to be a server.
+    gc.disable()
+    try:
+        args = _parser().parse_args(argv)
+    except BaseException:
+        gc.enable()
+        raise
+    if args.command not in ("serve", "acp"):
+        gc.enable()
     if args.log_level is None:
         # The harness shows a transcript: the server's INFO lines would only clutter it.
         args.log_level = "INFO" if args.command in ("serve", "acp") else "WARNING"

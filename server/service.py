@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,8 +20,6 @@ from engine.approvals import Approver
 from engine.backends.base import GenerationOptions
 from engine.events import StatusNote
 from engine.gate import GatePolicy, unwireable_flag
-from engine.memory.journal import TurnJournal
-from engine.memory.workspace_memory import MemorySettings, WorkspaceMemory
 from engine.tools import BUILTIN_TOOL_NAMES, builtin_tools
 from engine.turns import TurnControl, TurnRequest, TurnResult
 from sandbox.tiers import Sandbox, unsandboxed
@@ -47,11 +46,11 @@ from server.protocol import (
     ToolCallSummary,
     UnwiredGateData,
 )
-from server.resume import open_saved
 from server.rules import RulesService
 from server.sessions import Session, SessionStore
 
 if TYPE_CHECKING:
+    from engine.memory.workspace_memory import MemorySettings, WorkspaceMemory
     from sandbox.box import Box
 from server.stream import CoalescingStream, TurnStream
 
@@ -102,8 +101,8 @@ class AgentService:
         self.rules = RulesService(self.sessions, workspace)
         self.documents = OpenDocuments()
         """The editor's open documents (kept up to date by the server's did* handlers)."""
-        self.memory = WorkspaceMemory(workspace, memory_settings(options))
-        """This workspace's sessions, checkpoints and the audit log (in the data folder)."""
+        self._memory: WorkspaceMemory | None = None
+        self._memory_lock = threading.Lock()
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -114,8 +113,24 @@ class AgentService:
         self.sandbox = sandbox
         self.models = BackendManager(options)
         self.rules.configure(workspace)
-        self.memory = WorkspaceMemory(workspace, memory_settings(options))
+        with self._memory_lock:
+            self._memory = None  # made again for this workspace and these settings
+        # Loaded and opened beside the event loop, after initialize is answered: a shorter
+        # cold start (the first request that needs it waits for it).
+        threading.Thread(target=self._warm_memory, name="gatehouse-memory", daemon=True).start()
+
+    def _warm_memory(self) -> None:
         self.memory.warm_up()
+
+    @property
+    def memory(self) -> WorkspaceMemory:
+        """This workspace's sessions, checkpoints and the audit log (in the data folder)."""
+        with self._memory_lock:
+            if self._memory is None:
+                from engine.memory.workspace_memory import WorkspaceMemory  # noqa: PLC0415
+
+                self._memory = WorkspaceMemory(self.workspace, memory_settings(self.options))
+            return self._memory
 
     def reconfigure(self, options: ServerOptions) -> None:
         """Settings re-read (``workspace/didChangeConfiguration``): they apply from the next
@@ -234,6 +249,8 @@ class AgentService:
         """The session, open in this server: opened from what an earlier server saved (with its
         conversation, bound to a new box) if it is not yet. Raises -32602 for an unknown
         session, -32600 when another live server has it open."""
+        from server.resume import open_saved  # noqa: PLC0415 - with the memory
+
         return await open_saved(self.sessions, self.memory, self.box_for, session_id)
 
     def _check_gate_is_wired(self, request: TurnRequest) -> None:
@@ -322,6 +339,8 @@ class AgentService:
         control.bind(task)
         session.active, session.active_turn_id = control, turn_id
         stream = make_stream(turn_id)
+        from engine.memory.journal import TurnJournal  # noqa: PLC0415 - with the first turn
+
         journal = TurnJournal(
             self.memory, session.memory, session.turns, emit=stream.emit, sandbox=self.sandbox.info
         )
@@ -429,6 +448,8 @@ def _pick(override: bool | None, default: bool) -> bool:
 
 
 def memory_settings(options: ServerOptions) -> MemorySettings:
+    from engine.memory.workspace_memory import MemorySettings  # noqa: PLC0415
+
     memory = options.memory
     return MemorySettings(
         sessions=memory.sessions,

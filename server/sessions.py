@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine.memory.journal import SessionState
+from engine.memory.state import SessionState
 from engine.turns import Conversation, TurnControl
 
 if TYPE_CHECKING:

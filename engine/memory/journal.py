@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from engine.approvals import Decider, Decision
@@ -22,6 +21,7 @@ from engine.hooks import TurnHooks, changes_workspace
 from engine.memory.audit import call_digest
 from engine.memory.checkpoints import TurnCheckpoints
 from engine.memory.shadow import ShadowError, Snapshot
+from engine.memory.state import SessionState
 from engine.memory.store import StoredCall
 from engine.memory.workspace_memory import WorkspaceMemory
 from engine.tools.base import Tool, ToolOutcome
@@ -32,19 +32,6 @@ logger = logging.getLogger(__name__)
 
 MAX_LISTED = 5
 """Paths named in a "not captured" status line (then: "and N more")."""
-
-
-@dataclass
-class SessionState:
-    """What a session's memory needs between turns."""
-
-    session_id: str
-    next_seq: int = 0
-    checkpoints: list[TurnCheckpoints] = field(default_factory=list)
-    message_turns: list[int] = field(default_factory=list)
-    """The turn of each message of the conversation, in order (to rewind it)."""
-    grants: dict[str, int] = field(default_factory=dict)
-    """Tools allowed for the session in this server, and the turn that allowed each."""
 
 
 def checkpoint_ref(session_id: str, n: int, which: str) -> str:

@@ -102,6 +102,8 @@ async def _run(agent: Any, transport: Any) -> None:
     finally:
         sys.stdout = saved
     # The SDK's schema is thousands of long-lived objects: out of the collector's way, they cost
-    # nothing per token (with them tracked, per-token CPU was ~6 % above the LSP mode's).
+    # nothing per token (with them tracked, per-token CPU was ~6 % above the LSP mode's). The
+    # collector, paused for start-up by ``gatehouse``, resumes here.
     gc.freeze()
+    gc.enable()
     await acp.run_agent(agent, writer, reader)
