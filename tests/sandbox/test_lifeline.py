@@ -61,6 +61,19 @@ def alive(marker: str) -> list[int]:
     return found
 
 
+def started(marker: str) -> bool:
+    """Whether the command itself runs (its ``$0`` is the marker), not only a shell that will
+    start it (whose script merely contains the marker)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 FORKING_SERVER = """
 import os, shutil, subprocess, sys
 from sandbox.lifeline import lifeline_args
@@ -92,9 +105,9 @@ def killed_server_leaves(
     assert server.stdout is not None
     server.stdout.readline()
     deadline = time.monotonic() + 10
-    while not alive(marker) and time.monotonic() < deadline:
+    while not started(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert alive(marker), "the command never started"
+    assert started(marker), "the command never started"
     server.kill()  # SIGKILL: no clean-up of the server's runs
     server.wait()
     deadline = time.monotonic() + patience
