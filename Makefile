@@ -73,7 +73,7 @@ typecheck: $(DEV)
 # failed setup stops here, and a missing tool fails the tests, not skips them.
 unit: $(DEV)
 	@editors="$$(bash scripts/setup-editors.sh)" && set -a && eval "$$editors" && set +a && \
-		GATEHOUSE_REQUIRE_EDITORS=1 $(VENV)/bin/pytest -q
+		GATEHOUSE_REQUIRE_EDITORS=1 $(VENV)/bin/pytest -q -n 2
 
 test: lint typecheck unit vscode
 
