@@ -21,6 +21,8 @@ import stat
 import time
 from pathlib import Path
 
+from sandbox.dirfd import new_file
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _counter = itertools.count(1)
 
@@ -165,12 +167,8 @@ def write_back(ws_fd: int, rel: str, kind: str, mode: int, data: bytes) -> None:
         if kind == "link":
             os.symlink(os.fsdecode(data), temp, dir_fd=parent)
         else:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(temp, flags, 0o600, dir_fd=parent)
+            fd = new_file(parent, temp, data)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode)
             finally:
                 os.close(fd)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from engine.memory.checkpoints import Step
 from engine.memory.shadow import Entry, ShadowRepo, blob_id
+from sandbox.dirfd import new_file
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -101,12 +102,8 @@ def _write(dir_fd: int, name: str, entry: Entry, data: bytes) -> None:
     if entry[0] == "120000":
         os.symlink(os.fsdecode(data), tmp, dir_fd=dir_fd)
     else:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+        fd = new_file(dir_fd, tmp, data)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
             umask = os.umask(0)
             os.umask(umask)
             os.fchmod(fd, (0o777 if entry[0] == "100755" else 0o666) & ~umask)

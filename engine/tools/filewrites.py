@@ -37,6 +37,7 @@ from engine.edits import EditAction, digest
 from engine.tools.base import ToolError
 from engine.tools.filetext import read_fd_capped
 from engine.workspace_fs import Opened, WorkspaceFS, open_child_file
+from sandbox.dirfd import new_file
 
 logger = logging.getLogger(__name__)
 
@@ -151,13 +152,11 @@ def _write_temp(folder: int, change: FileChange, mode: int) -> tuple[str, int]:
     name and its open descriptor (the caller ``fsync``-s and closes it)."""
     name = _temp_name("tmp")
     creating = change.action == "create"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(name, flags, 0o666 if creating else 0o600, dir_fd=folder)
     try:
-        data = change.data or b""
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        fd = new_file(folder, name, change.data or b"", 0o666 if creating else 0o600)
+    except OSError as exc:
+        raise _fail(change.path, f"could not be written ({exc.strerror or exc}).") from None
+    try:
         if creating:  # the umask made its bits; an executable file gets x where it has r
             mode = stat.S_IMODE(os.fstat(fd).st_mode)
             if change.executable:
