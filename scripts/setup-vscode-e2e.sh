@@ -23,6 +23,8 @@ PRINT_ENV=0
 
 log() { if [ "$PRINT_ENV" = 1 ]; then echo "setup-vscode-e2e: $*" >&2; else echo "setup-vscode-e2e: $*"; fi; }
 fail() { echo "setup-vscode-e2e: ERROR: $*" >&2; exit 1; }
+# shellcheck source=apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
 trap 'rc=$?; [ $rc -ne 0 ] && echo "setup-vscode-e2e: FAILED (exit $rc) at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 start=$(date +%s)
@@ -38,16 +40,7 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
-  log "installing Debian packages: ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || fail "need root (or sudo) to apt-get install ${missing[*]}"
-    SUDO="sudo"
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null || fail "apt-get update failed"
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || fail "apt-get install ${missing[*]} failed"
+  apt_install "${missing[@]}"
 else
   log "Debian packages present (chromium, libkrb5-dev)"
 fi
