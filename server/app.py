@@ -259,7 +259,7 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         report_problems()
 
     model_methods = ModelMethods(service)
-    memory_methods = LazyMemoryMethods(service)
+    memory = _memory_methods(service)
     routes: dict[str, Handler] = {
         AGENT_CHAT: service.chat,
         AGENT_CANCEL: service.cancel,
@@ -269,11 +269,11 @@ def create_server(launch: LaunchSettings | None = None) -> GatehouseServer:
         AGENT_RULES: service.rules.list,
         AGENT_RULES_ADD: service.rules.add,
         AGENT_RULES_REMOVE: service.rules.remove,
-        AGENT_SESSIONS: memory_methods.sessions,
-        AGENT_SESSION_LOAD: memory_methods.load,
-        AGENT_SESSION_DELETE: memory_methods.delete,
-        AGENT_CHANGES: memory_methods.changes,
-        AGENT_REWIND: memory_methods.rewind,
+        AGENT_SESSIONS: memory("sessions"),
+        AGENT_SESSION_LOAD: memory("load"),
+        AGENT_SESSION_DELETE: memory("delete"),
+        AGENT_CHANGES: memory("changes"),
+        AGENT_REWIND: memory("rewind"),
     }
     for method in METHODS:
         if method.direction == "client->server":
@@ -315,34 +315,22 @@ def _no_params_as_object(params: Any) -> Any:
     return {} if params is None or params == [] else params
 
 
-class LazyMemoryMethods:
-    """The memory methods, loaded with the first of them (not at start-up)."""
+def _memory_methods(service: AgentService) -> Callable[[str], Handler]:
+    """Route handlers for the memory methods, which load with the first memory request (not at
+    start-up)."""
+    loaded: list[Any] = []
 
-    def __init__(self, service: AgentService) -> None:
-        self._service = service
-        self._methods: Any = None
+    def method(name: str) -> Handler:
+        async def call(params: Any) -> Any:
+            if not loaded:
+                from server.memory_methods import MemoryMethods  # noqa: PLC0415
 
-    def _get(self) -> Any:
-        if self._methods is None:
-            from server.memory_methods import MemoryMethods  # noqa: PLC0415
+                loaded.append(MemoryMethods(service))
+            return await getattr(loaded[0], name)(params)
 
-            self._methods = MemoryMethods(self._service)
-        return self._methods
+        return call
 
-    async def sessions(self, params: Any) -> Any:
-        return await self._get().sessions(params)
-
-    async def load(self, params: Any) -> Any:
-        return await self._get().load(params)
-
-    async def delete(self, params: Any) -> Any:
-        return await self._get().delete(params)
-
-    async def changes(self, params: Any) -> Any:
-        return await self._get().changes(params)
-
-    async def rewind(self, params: Any) -> Any:
-        return await self._get().rewind(params)
+    return method
 
 
 def _route(server: LanguageServer, method: Method, handler: Handler) -> None:
