@@ -91,8 +91,12 @@ def permission_title(request: ApprovalRequest, settings: PromptSettings) -> str:
 
 def permission_content(request: ApprovalRequest, settings: PromptSettings) -> list[Any]:
     """The prompt's text (display-safe, the whole diff of an edit), then for an edit each file
-    as an ACP diff (absolute path, old and new text) that editors show in their diff view."""
+    as an ACP diff (absolute path, old and new text) that editors show in their diff view. A diff
+    that hides characters gets no diff blocks: an editor would show that text raw, so the person
+    reviews the written-out text and its warning only."""
     content: list[Any] = [tool_content(text_block(permission_text(request, settings)))]
+    if hidden_warning(shown_code(request)):
+        return content
     for edit in request.edits:
         path = str(Path(settings.workspace, *edit.path.split("/")))
         content.append(tool_diff_content(path, edit.new_text or "", edit.old_text))

@@ -244,3 +244,15 @@ async def test_a_session_saved_by_an_earlier_process_loads_with_its_history(
         await second.conn.load_session(
             cwd=str(second.workspace), mcp_servers=[], session_id="s_0000000000000000"
         )
+
+
+async def test_an_edit_hiding_characters_is_shown_only_written_out(start_acp: StartAcp) -> None:
+    sneaky = tool_call("edit_file", path="notes.txt", old_text="two", new_text="2\u202e")
+    peer = await start_acp([tool_call("read_file", path="notes.txt"), sneaky, "Done."])
+    (peer.workspace / "notes.txt").write_text("one\ntwo\n")
+    await peer.prompt(await peer.new_session())
+
+    [(call, _options)] = peer.client.permissions
+    [text] = call.content  # no diff block an editor would render raw
+    assert "<U+202E>" in text.content.text and "\u202e" not in text.content.text
+    assert "hidden or control characters" in text.content.text
