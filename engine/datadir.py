@@ -14,6 +14,21 @@ from pathlib import Path
 ENV = "GATEHOUSE_DATA_DIR"
 
 
+def exposed_in(workspace: Path, folder: Path | None = None) -> str | None:
+    """Why the data folder (``folder``, default :func:`data_dir`) cannot be trusted while serving
+    ``workspace``: it lies inside it, where approved code can write (None: it does not). Nothing
+    Gatehouse trusts outside the sandbox may be written from inside it, so then no user rules are
+    read and no sessions or checkpoints are kept there."""
+    root = os.path.realpath(folder if folder is not None else data_dir(create=False))
+    inside = os.path.realpath(workspace)
+    if root == inside or root.startswith(inside.rstrip("/") + "/"):
+        return (
+            f"the data folder {root} is inside the workspace, where approved code can write it; "
+            f"set {ENV} to a folder outside the workspace"
+        )
+    return None
+
+
 def data_dir(create: bool = True) -> Path:
     """The data folder (created 0700 unless ``create`` is false)."""
     configured = os.environ.get(ENV)

@@ -88,10 +88,13 @@ class RulesService:
         self.workspace = workspace
         self._user: UserRules | None = None
         self._user_checked = False
+        self._user_problem: str | None = None
+        """Why there are no user rules, when there could be (said with the rules' problems)."""
         self._reported: set[str] = set()
 
     def configure(self, workspace: Path) -> None:
         self.workspace = workspace
+        self._user, self._user_checked, self._user_problem = None, False, None
 
     @property
     def scope(self) -> str:
@@ -102,9 +105,15 @@ class RulesService:
         if not self._user_checked:
             self._user_checked = True
             try:
-                from engine.datadir import data_dir  # noqa: PLC0415
+                from engine.datadir import data_dir, exposed_in  # noqa: PLC0415
 
-                self._user = UserRules(data_dir())
+                folder = data_dir()
+                # an allow rule approved code wrote there would let its next command through
+                self._user_problem = exposed_in(self.workspace, folder)
+                if self._user_problem is None:
+                    self._user = UserRules(folder)
+                else:
+                    self._user_problem = f"your rules are not read: {self._user_problem}"
             except OSError as exc:
                 logger.warning("no user data folder, so no user rules: %s", exc)
         return self._user
@@ -119,6 +128,8 @@ class RulesService:
             loaded = user.load(self.scope)
             rules += loaded.rules
             problems += loaded.problems
+        elif self._user_problem is not None:
+            problems.append(self._user_problem)
         workspace = load_workspace_rules(self.workspace)
         rules += workspace.rules
         problems += workspace.problems
@@ -189,7 +200,10 @@ class RulesService:
             return AddRuleResult(rule=rule_view(grant, session.session_id))
         user = await asyncio.to_thread(self.user_rules)
         if user is None:
-            raise InvalidRequest("There is no user data folder to keep rules in.")
+            raise InvalidRequest(
+                f"There is no user data folder to keep rules in"
+                f"{': ' + self._user_problem if self._user_problem else '.'}"
+            )
         stored = await asyncio.to_thread(user.add, rule)
         return AddRuleResult(rule=rule_view(stored))
 

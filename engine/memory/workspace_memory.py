@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from engine.datadir import ENV
+from engine.datadir import exposed_in
 from engine.memory.audit import AuditLog, AuditUnavailable
 from engine.memory.places import Places
 from engine.memory.shadow import ShadowError, ShadowRepo, Snapshot, find_git
@@ -69,6 +68,10 @@ class WorkspaceMemory:
 
     def __init__(self, workspace: Path, settings: MemorySettings, root: Path | None = None) -> None:
         self.places = Places.for_workspace(workspace, root)
+        if settings.sessions and self.exposed is not None:
+            # a saved conversation there could be rewritten by approved code and fed to the model
+            logger.warning("sessions are not saved: %s", self.exposed)
+            settings = replace(settings, sessions=False)
         self.settings = settings
         self.owner = process_identity()
         self.worker = DiskWorker("gatehouse-memory")
@@ -176,14 +179,7 @@ class WorkspaceMemory:
     def exposed(self) -> str | None:
         """Why the data folder cannot be trusted: it lies inside the workspace, where approved
         code can write (None: it does not)."""
-        root = os.path.realpath(self.places.root)
-        workspace = str(self.workspace)
-        if root == workspace or root.startswith(workspace.rstrip("/") + "/"):
-            return (
-                f"the data folder {root} is inside the workspace, where approved code can write "
-                f"it; set {ENV} to a folder outside the workspace"
-            )
-        return None
+        return exposed_in(self.workspace, self.places.root)
 
     @property
     def checkpoints_off(self) -> str | None:

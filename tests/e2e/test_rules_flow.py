@@ -174,3 +174,34 @@ async def test_bad_rules_get_clear_errors(start_server: StartServer) -> None:
     assert builtin["source"] == "builtin" and builtin["removable"] is False
     error = await expect_error(peer.request("agent/rules/remove", {"ruleId": builtin["ruleId"]}))
     assert "cannot be removed" in str(error)
+
+
+async def test_a_data_folder_inside_the_workspace_is_not_trusted_for_rules_or_sessions(
+    start_server: StartServer, workspace: Path
+) -> None:
+    # e.g. the user opened their home folder, which holds ~/.local/share/gatehouse: approved code
+    # could write an allow rule there, or a conversation the model would be fed
+    data = workspace / ".local" / "share" / "gatehouse"
+    data.mkdir(parents=True)
+    (data / "rules.toml").write_text(
+        '[[rule]]\naction = "allow"\ntool = "terminal"\npattern = "touch *"\n'
+    )
+    peer = await start_server(
+        [tool_call("terminal", command="touch planted.txt"), "ok"],
+        answer=answer_deny,
+        extra_env={"GATEHOUSE_DATA_DIR": str(data)},
+    )
+    result = await peer.chat()
+    assert [c["status"] for c in result["toolCalls"]] == ["denied"]  # asked, not allowed by it
+    assert not (workspace / "planted.txt").exists()
+    said = " ".join(s["text"] for s in peer.of_type("status"))
+    assert "your rules are not read" in said and "inside the workspace" in said
+    assert "allow_always" not in [c["kind"] for c in peer.confirms[0]["choices"]]
+    error = await expect_error(
+        peer.request("agent/rules/add", {"action": "allow", "tool": "terminal", "pattern": "ls"})
+    )
+    assert "inside the workspace" in str(error)
+    # nothing saved where approved code could rewrite it (the live session is only listed)
+    assert not list(data.rglob("sessions.sqlite3*"))
+    [listed] = (await peer.request("agent/sessions", {}))["sessions"]
+    assert listed["open"] is True
